@@ -1,0 +1,75 @@
+/**
+ * The contract every backend passes (test/contract runs one suite against all of them).
+ *
+ * The core (LockService, LockHandle) validates input, owns timers, deadlines and the watchdog.
+ * A backend only talks to its server and keeps these promises:
+ *  - acquire/tryAcquire grant a key to at most one owner at a time, with a fencing token that
+ *    strictly increases per key across all owners;
+ *  - extend/release are checked server-side against the owner token, so they never touch a lock
+ *    someone else holds now;
+ *  - a waiter is woken by the server (release publishes / watch fires), with a bounded re-check;
+ *  - every validity it reports (`validUntil`) is measured from just before the request that won,
+ *    on the monotonic clock (`performance.now()`), never from the first attempt.
+ */
+export interface LockBackend {
+  /** Short backend name used in errors and metrics: 'memory', 'redis', 'etcd'. */
+  readonly kind: string;
+  /** Where the backend points, for error messages. Never contains credentials. */
+  readonly address: string;
+
+  /** One attempt, never waits for the key to become free. */
+  tryAcquire(request: AcquireRequest): Promise<LockGrant | null>;
+
+  /**
+   * Waits until the key is granted. When `signal` aborts (the wait deadline passed), the backend
+   * leaves any queue it joined and rejects: with `signal.reason` if it was waiting for the key, or with a
+   * `LockBackendError` if it was still waiting for the server to answer. It never grants after the abort.
+   */
+  acquire(request: AcquireRequest, signal: AbortSignal): Promise<LockGrant>;
+
+  /**
+   * Extends the lock to `ttl` ms from now if, and only if, the owner token still holds it.
+   * Resolves the new `validUntil`, or `null` when the lock is no longer ours (expired, deleted, lease gone).
+   * Rejects on transport errors; the core retries while validity remains.
+   */
+  extend(lock: HeldLock, ttl: number): Promise<number | null>;
+
+  /** Deletes the lock if the owner token still holds it, and wakes the next waiter. Resolves whether it deleted. */
+  release(lock: HeldLock): Promise<boolean>;
+
+  /** Whether anyone holds the key now. */
+  isLocked(namespace: string, key: string): Promise<boolean>;
+
+  /** Closes what the backend created itself (subscriber connections, timers). Never the client the app passed in. */
+  close(): Promise<void>;
+}
+
+/** What the core asks a backend to lock. All fields are validated before a backend sees them. */
+export interface AcquireRequest {
+  /** The LockService `keyPrefix`: `[A-Za-z0-9_.:/-]`, no braces. */
+  readonly namespace: string;
+  /** The user's key: non-empty, at most 1 KiB of UTF-8, NFC. May contain any character; backends encode it. */
+  readonly key: string;
+  /** Random owner token (crypto.randomUUID()). */
+  readonly token: string;
+  /** Requested validity in whole milliseconds, > 0. */
+  readonly ttl: number;
+}
+
+export interface LockGrant {
+  /** Strictly increasing per key across all holders. */
+  readonly fencingToken: bigint;
+  /** `performance.now()` until which the lock is certainly ours. */
+  readonly validUntil: number;
+  /** Backend-private data needed later (etcd lease id and key path, ...). */
+  readonly state?: unknown;
+}
+
+/** A granted lock as the core hands it back to extend/release. */
+export interface HeldLock extends AcquireRequest {
+  readonly fencingToken: bigint;
+  readonly state?: unknown;
+}
+
+/** Injection token for the backend, sharing the interface's name (as ThrottlerStorage does). */
+export const LockBackend = Symbol.for('DISTRIBUTED_LOCK:BACKEND');

@@ -1,0 +1,22 @@
+import { LockError } from './lock-error';
+
+/** The coordination server could not be reached or answered with an error. Distinct from "busy" (LockTimeoutError). */
+export class LockBackendError extends LockError {
+  override readonly name = 'LockBackendError';
+
+  constructor(
+    /** e.g. 'redis', 'etcd'. */
+    readonly backend: string,
+    /** Where the backend points, without credentials, e.g. '127.0.0.1:6379'. */
+    readonly address: string,
+    readonly operation: string,
+    detail: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `${backend} backend at ${address} failed during ${operation}: ${detail}. ` +
+        `Check that the server is running and reachable from this process.`,
+      options,
+    );
+  }
+}

@@ -1,0 +1,224 @@
+import { Observable, Subject } from 'rxjs';
+import type { HeldLock, LockBackend } from './backends/lock-backend.interface';
+import { LockBackendError, LockError, LockLostError } from './errors';
+import type { LockRenewal } from './lock-renewal';
+import { monotonicNow, toEpochMs } from './utils/clock';
+import { checkTtl } from './utils/validate';
+import { withDeadline } from './utils/deadline';
+import { Watchdog } from './watchdog/watchdog';
+
+export type LockState = 'held' | 'released' | 'lost';
+
+/** @internal What LockService hands a new handle. */
+export interface LockHandleInit {
+  backend: LockBackend;
+  lock: HeldLock;
+  validUntil: number;
+  renewInterval: number;
+  operationTimeout: number;
+  onEnd(handle: LockHandle): void;
+}
+
+/**
+ * One held lock. Its watchdog renews it every `renewInterval` until `release()`; the renewals are the
+ * `renewals$` stream. Losing the lock is never silent: the stream errors with LockLostError and `signal` aborts.
+ */
+export class LockHandle implements AsyncDisposable {
+  /** The key as locked (NFC-normalised), without the service's keyPrefix. */
+  readonly key: string;
+  /** Random owner token. The server checks it on every extend and release. */
+  readonly token: string;
+  /**
+   * Strictly increasing per key across all holders. Pass it to the resource you protect and have it reject
+   * writes carrying a lower token than one it has seen: that closes the gap a paused holder leaves.
+   */
+  readonly fencingToken: bigint;
+  /** Aborted, with the LockLostError as reason, when the lock is lost. Never aborted by a normal release. */
+  readonly signal: AbortSignal;
+  /** Emits after each renewal (and `at-risk` warnings); errors with LockLostError; completes on release. */
+  readonly renewals$: Observable<LockRenewal>;
+
+  private readonly backend: LockBackend;
+  private readonly lock: HeldLock;
+  private readonly abortController = new AbortController();
+  private readonly renewalSubject = new Subject<LockRenewal>();
+  private readonly watchdog: Watchdog;
+  private readonly operationTimeout: number;
+  private readonly onEnd: (handle: LockHandle) => void;
+  private currentState: LockState = 'held';
+  private validUntil: number;
+  private ttl: number;
+  private renewalCount = 0;
+  private lostError: LockLostError | undefined;
+  private renewalChain: Promise<unknown> = Promise.resolve();
+  private releasing: Promise<void> | undefined;
+
+  /** @internal Created by LockService. */
+  constructor(init: LockHandleInit) {
+    this.backend = init.backend;
+    this.lock = init.lock;
+    this.key = init.lock.key;
+    this.token = init.lock.token;
+    this.fencingToken = init.lock.fencingToken;
+    this.ttl = init.lock.ttl;
+    this.validUntil = init.validUntil;
+    this.operationTimeout = init.operationTimeout;
+    this.onEnd = init.onEnd;
+    this.signal = this.abortController.signal;
+    // Late subscribers still learn how the lock ended.
+    this.renewals$ = new Observable<LockRenewal>((subscriber) => {
+      if (this.lostError) return subscriber.error(this.lostError);
+      if (this.currentState === 'released') return subscriber.complete();
+      return this.renewalSubject.subscribe(subscriber);
+    });
+    this.watchdog = new Watchdog(
+      { renew: () => this.renew(this.ttl), remaining: () => this.validUntil - monotonicNow() },
+      init.renewInterval,
+    );
+    this.watchdog.start();
+  }
+
+  /** Epoch ms until which the lock is certainly held, measured from just before the last successful request. */
+  get expiresAt(): number {
+    return toEpochMs(this.validUntil);
+  }
+
+  get state(): LockState {
+    return this.currentState;
+  }
+
+  /** True until the lock is released or lost. */
+  get isHeld(): boolean {
+    return this.currentState === 'held' && monotonicNow() < this.validUntil;
+  }
+
+  /** The namespace (LockService keyPrefix) the key lives in. */
+  get namespace(): string {
+    return this.lock.namespace;
+  }
+
+  /**
+   * Extends the lock now to `ttl` ms (default: the current ttl); later watchdog renewals use the new ttl.
+   * Rejects with LockLostError if the lock is gone, or LockBackendError if the server could not be reached
+   * (the watchdog keeps retrying while validity remains).
+   */
+  async extend(ttl: number = this.ttl): Promise<void> {
+    checkTtl(ttl);
+    const wholeTtl = Math.ceil(ttl);
+    let failure: unknown;
+    const outcome = await this.renew(wholeTtl, (error) => (failure = error));
+    if (outcome === 'lost') throw this.lostError ?? new LockLostError(this.key, 'the lock was already released');
+    if (outcome === 'retry') throw failure;
+    if (wholeTtl !== this.ttl) {
+      this.ttl = wholeTtl;
+      this.watchdog.setInterval(wholeTtl / 3);
+    }
+  }
+
+  /**
+   * Stops the watchdog, waits for a renewal in flight, then deletes the lock if it is still ours.
+   * Idempotent. Never touches a lock someone else holds now (the server checks the token).
+   * Rejects with LockBackendError only if the server could not be reached; the lock then expires after its ttl.
+   */
+  release(): Promise<void> {
+    this.releasing ??= this.doRelease();
+    return this.releasing;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
+  private async doRelease(): Promise<void> {
+    const wasHeld = this.currentState === 'held';
+    if (wasHeld) this.currentState = 'released';
+    await this.watchdog.stop();
+    await this.renewalChain.catch(() => undefined);
+    try {
+      const deletion = withDeadline(this.backend.release(this.lock), this.operationTimeout, () =>
+        this.backendError('release', `no reply within ${this.operationTimeout} ms; the lock will expire after its ttl`),
+      );
+      if (wasHeld) {
+        await deletion.catch((error) => {
+          throw error instanceof LockError ? error : this.backendError('release', String(error), error);
+        });
+      } else {
+        // A lost lock may still carry our token on the server (e.g. after a network cut): clear it if so, quietly.
+        await deletion.catch(() => undefined);
+      }
+    } finally {
+      if (wasHeld) this.renewalSubject.complete();
+      this.onEnd(this);
+    }
+  }
+
+  /** Serialised: a manual extend and a watchdog tick never run at once. */
+  private renew(ttl: number, onTransient?: (error: unknown) => void): Promise<'renewed' | 'retry' | 'lost'> {
+    const next = this.renewalChain.then(() => this.renewOnce(ttl, onTransient));
+    this.renewalChain = next.catch(() => undefined);
+    return next;
+  }
+
+  private async renewOnce(ttl: number, onTransient?: (error: unknown) => void): Promise<'renewed' | 'retry' | 'lost'> {
+    if (this.currentState !== 'held') return 'lost';
+    const remaining = this.validUntil - monotonicNow();
+    // The loop may have been blocked past the validity: someone else may own the key by now. Never extend then.
+    if (remaining <= 0) {
+      this.markLost('its validity ended before it could be renewed (the event loop was blocked or renewals kept failing)');
+      return 'lost';
+    }
+    let validUntil: number | null;
+    try {
+      validUntil = await withDeadline(this.backend.extend(this.lock, ttl), remaining, () =>
+        this.backendError('extend', `no reply within the ${Math.round(remaining)} ms of validity left`),
+      );
+    } catch (error) {
+      if (this.currentState !== 'held') return 'lost';
+      if (monotonicNow() >= this.validUntil) {
+        this.markLost('the server could not be reached before its validity ended', error);
+        return 'lost';
+      }
+      const failure = error instanceof LockError ? error : this.backendError('extend', String(error), error);
+      onTransient?.(failure);
+      this.renewalSubject.next({
+        type: 'at-risk',
+        key: this.key,
+        fencingToken: this.fencingToken,
+        expiresAt: this.expiresAt,
+        remaining: Math.max(0, Math.round(this.validUntil - monotonicNow())),
+        error: failure,
+      });
+      return 'retry';
+    }
+    if (this.currentState !== 'held') return 'lost';
+    if (validUntil === null) {
+      this.markLost('the server no longer has it: it expired, was deleted, or its lease was revoked');
+      return 'lost';
+    }
+    this.validUntil = validUntil;
+    this.renewalCount += 1;
+    this.renewalSubject.next({
+      type: 'renewed',
+      key: this.key,
+      fencingToken: this.fencingToken,
+      expiresAt: this.expiresAt,
+      ttl,
+      renewalCount: this.renewalCount,
+    });
+    return 'renewed';
+  }
+
+  private markLost(reason: string, cause?: unknown): void {
+    if (this.currentState !== 'held') return;
+    this.currentState = 'lost';
+    this.lostError = new LockLostError(this.key, reason, cause === undefined ? undefined : { cause });
+    void this.watchdog.stop();
+    this.renewalSubject.error(this.lostError);
+    this.abortController.abort(this.lostError);
+    this.onEnd(this);
+  }
+
+  private backendError(operation: string, detail: string, cause?: unknown): LockBackendError {
+    return new LockBackendError(this.backend.kind, this.backend.address, operation, detail, cause === undefined ? undefined : { cause });
+  }
+}

@@ -1,0 +1,233 @@
+import { randomUUID } from 'node:crypto';
+import type { AcquireRequest, LockBackend, LockGrant } from './backends/lock-backend.interface';
+import { raceAbort, timeoutSignal } from './backends/shared/abort';
+import { currentLockScope, runInLockScope, scopeKey } from './context/lock-context';
+import { LockBackendError, LockError, LockServiceClosedError, LockTimeoutError } from './errors';
+import { LockHandle } from './lock-handle';
+import {
+  DEFAULT_KEY_PREFIX,
+  DEFAULT_OPERATION_TIMEOUT,
+  LockOptions,
+  LockServiceOptions,
+  ResolvedLockOptions,
+} from './lock-options';
+import { monotonicNow } from './utils/clock';
+import { withDeadline } from './utils/deadline';
+import { resolveLockOptions, validateKeyPrefix, validateLockKey } from './utils/validate';
+
+/** How long past `waitTimeout` the core waits for a backend that ignores its abort signal before giving up on it. */
+const BACKEND_ABORT_GRACE_MS = 1_000;
+
+/**
+ * Acquires, renews and releases locks on one backend. Usable on its own, or injected by DistributedLockModule.
+ * Every key is namespaced under `keyPrefix`; every call has a deadline; every handle it hands out is released on `close()`.
+ */
+export class LockService {
+  readonly keyPrefix: string;
+  private readonly defaults: LockOptions | undefined;
+  private readonly operationTimeout: number;
+  private readonly handles = new Set<LockHandle>();
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    readonly backend: LockBackend,
+    options: LockServiceOptions = {},
+  ) {
+    if (!backend || typeof backend.acquire !== 'function') {
+      throw new TypeError(
+        'LockService needs a backend: pass new MemoryLockBackend(), new RedisLockBackend({ client }) or new EtcdLockBackend({ client }).',
+      );
+    }
+    this.keyPrefix = validateKeyPrefix(options.keyPrefix ?? DEFAULT_KEY_PREFIX);
+    // Validate the defaults now, so a bad configuration fails at startup rather than on the first request.
+    resolveLockOptions(undefined, options.defaults);
+    this.defaults = options.defaults;
+    this.operationTimeout = options.operationTimeout ?? DEFAULT_OPERATION_TIMEOUT;
+    if (!(this.operationTimeout > 0) || !Number.isFinite(this.operationTimeout)) {
+      throw new TypeError(`Invalid operationTimeout ${String(options.operationTimeout)}: use a finite number of milliseconds > 0.`);
+    }
+  }
+
+  /** Number of locks this service holds right now. */
+  get heldCount(): number {
+    return this.handles.size;
+  }
+
+  /**
+   * Waits up to `waitTimeout` for the key, woken by the server when the holder releases.
+   * Throws LockTimeoutError when it stays busy, LockBackendError when the server cannot be reached.
+   */
+  async acquire(key: string, options?: LockOptions): Promise<LockHandle> {
+    const { request, resolved } = this.prepare(key, options);
+    if (resolved.waitTimeout === 0) {
+      const handle = await this.tryAcquirePrepared(request, resolved);
+      if (!handle) throw new LockTimeoutError(request.key, 0);
+      return handle;
+    }
+    const started = monotonicNow();
+    for (;;) {
+      const remaining = resolved.waitTimeout - (monotonicNow() - started);
+      if (remaining <= 0) throw new LockTimeoutError(request.key, resolved.waitTimeout);
+      const grant = await this.waitForGrant(request, remaining, resolved.waitTimeout);
+      const handle = this.adopt(request, grant, resolved);
+      if (handle) return handle;
+      // The grant arrived with no validity left (a very slow reply): it was released; wait again if time remains.
+    }
+  }
+
+  /** One attempt; resolves null at once when the key is busy. */
+  async tryAcquire(key: string, options?: LockOptions): Promise<LockHandle | null> {
+    const { request, resolved } = this.prepare(key, options);
+    return this.tryAcquirePrepared(request, resolved);
+  }
+
+  /**
+   * Acquires, runs `fn` with the handle, and releases in `finally`. Rethrows exactly what `fn` threw.
+   * If the lock was lost while `fn` ran, rejects with the LockLostError (the work ran without the guarantee).
+   * Reentrant: a nested `run` on a key this call chain already holds reuses that lock.
+   */
+  async run<T>(key: string, fn: (lock: LockHandle) => Promise<T> | T, options?: LockOptions): Promise<T> {
+    const normalized = validateLockKey(key);
+    const inherited = this.current(normalized);
+    if (inherited) return fn(inherited);
+    const lock = await this.acquire(normalized, options);
+    return runInLockScope(async () => {
+      currentLockScope()!.held.set(scopeKey(this.keyPrefix, lock.key), lock);
+      let result: T;
+      try {
+        result = await fn(lock);
+      } catch (error) {
+        await lock.release().catch(() => undefined);
+        throw error;
+      }
+      const lost = lock.signal.aborted ? lock.signal.reason : undefined;
+      // The work succeeded; a failed release only means the lock expires after its ttl instead of now.
+      await lock.release().catch(() => undefined);
+      if (lost) throw lost;
+      return result;
+    });
+  }
+
+  /** Whether anyone holds the key now. */
+  async isLocked(key: string): Promise<boolean> {
+    const normalized = validateLockKey(key);
+    return this.call('isLocked', this.backend.isLocked(this.keyPrefix, normalized));
+  }
+
+  /**
+   * The handle the current call chain holds (inside `run`, `@WithLock` handlers and locked service methods),
+   * for `key` or, without a key, the innermost one. Undefined outside a locked scope.
+   */
+  current(key?: string): LockHandle | undefined {
+    const scope = currentLockScope();
+    if (!scope) return undefined;
+    if (key === undefined) {
+      const all = [...scope.held.values()].filter((handle) => handle.namespace === this.keyPrefix && handle.isHeld);
+      return all[all.length - 1];
+    }
+    const handle = scope.held.get(scopeKey(this.keyPrefix, validateLockKey(key)));
+    return handle?.isHeld ? handle : undefined;
+  }
+
+  /** Releases every lock this service holds, then closes what the backend created itself (not your client). */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await Promise.allSettled([...this.handles].map((handle) => handle.release()));
+      await this.backend.close();
+    })();
+    return this.closing;
+  }
+
+  /** Nest calls this on shutdown when LockService is a provider. */
+  async onApplicationShutdown(): Promise<void> {
+    await this.close();
+  }
+
+  private prepare(key: string, options: LockOptions | undefined): { request: AcquireRequest; resolved: ResolvedLockOptions } {
+    const normalized = validateLockKey(key);
+    const resolved = resolveLockOptions(options, this.defaults);
+    if (this.closing) {
+      throw new LockServiceClosedError(normalized);
+    }
+    const request: AcquireRequest = { namespace: this.keyPrefix, key: normalized, token: randomUUID(), ttl: resolved.ttl };
+    return { request, resolved };
+  }
+
+  private async tryAcquirePrepared(request: AcquireRequest, resolved: ResolvedLockOptions): Promise<LockHandle | null> {
+    const attempt = this.backend.tryAcquire(request);
+    let grant: LockGrant | null;
+    try {
+      grant = await withDeadline(attempt, this.operationTimeout, () =>
+        this.backendError('tryAcquire', `no reply within ${this.operationTimeout} ms`),
+      );
+    } catch (error) {
+      this.releaseLateGrant(request, attempt);
+      throw this.asLockError('tryAcquire', error);
+    }
+    return grant ? this.adopt(request, grant, resolved) : null;
+  }
+
+  private async waitForGrant(request: AcquireRequest, remaining: number, waitTimeout: number): Promise<LockGrant> {
+    const deadline = timeoutSignal(remaining, () => new LockTimeoutError(request.key, waitTimeout));
+    // A backend that ignores its abort signal must not hang the caller either.
+    const hardStop = timeoutSignal(remaining + BACKEND_ABORT_GRACE_MS, () =>
+      this.backendError('acquire', `no reply within waitTimeout=${waitTimeout} ms`),
+    );
+    const attempt = this.backend.acquire(request, deadline.signal);
+    try {
+      return await raceAbort(attempt, hardStop.signal, () => hardStop.signal.reason);
+    } catch (error) {
+      this.releaseLateGrant(request, attempt);
+      throw this.asLockError('acquire', error);
+    } finally {
+      deadline.dispose();
+      hardStop.dispose();
+    }
+  }
+
+  /** Wraps a grant in a handle, or releases it when it arrived with no validity left. */
+  private adopt(request: AcquireRequest, grant: LockGrant, resolved: ResolvedLockOptions): LockHandle | null {
+    const lock = { ...request, fencingToken: grant.fencingToken, state: grant.state };
+    if (grant.validUntil <= monotonicNow() || this.closing) {
+      void this.backend.release(lock).catch(() => undefined);
+      return null;
+    }
+    const handle = new LockHandle({
+      backend: this.backend,
+      lock,
+      validUntil: grant.validUntil,
+      renewInterval: resolved.renewInterval,
+      operationTimeout: this.operationTimeout,
+      onEnd: (ended) => this.handles.delete(ended),
+    });
+    this.handles.add(handle);
+    return handle;
+  }
+
+  /** If we gave up on a call that later succeeds, free the lock it took rather than leave it until its ttl. */
+  private releaseLateGrant(request: AcquireRequest, attempt: Promise<LockGrant | null>): void {
+    attempt.then(
+      (grant) => {
+        if (grant) void this.backend.release({ ...request, fencingToken: grant.fencingToken, state: grant.state }).catch(() => undefined);
+      },
+      () => undefined,
+    );
+  }
+
+  private call<T>(operation: string, work: Promise<T>): Promise<T> {
+    return withDeadline(work, this.operationTimeout, () =>
+      this.backendError(operation, `no reply within ${this.operationTimeout} ms`),
+    ).catch((error) => {
+      throw this.asLockError(operation, error);
+    });
+  }
+
+  private asLockError(operation: string, error: unknown): unknown {
+    if (error instanceof LockError || error instanceof TypeError) return error;
+    return this.backendError(operation, error instanceof Error ? error.message : String(error), error);
+  }
+
+  private backendError(operation: string, detail: string, cause?: unknown): LockBackendError {
+    return new LockBackendError(this.backend.kind, this.backend.address, operation, detail, cause === undefined ? undefined : { cause });
+  }
+}

@@ -1,0 +1,99 @@
+import { InvalidLockKeyError } from '../errors';
+import {
+  DEFAULT_TTL,
+  DEFAULT_WAIT_TIMEOUT,
+  LockOptions,
+  MAX_TTL,
+  ResolvedLockOptions,
+} from '../lock-options';
+
+/** Longest key accepted, in bytes of UTF-8. Keeps server keys and log lines bounded. */
+export const MAX_KEY_BYTES = 1024;
+const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.:/-]{1,128}$/;
+const KNOWN_LOCK_OPTIONS: ReadonlySet<string> = new Set(['ttl', 'waitTimeout', 'renewInterval']);
+
+/**
+ * Checks a user's key and returns it in NFC form, so that the composed and decomposed spellings of the
+ * same text ("é" vs "e" + U+0301) name the same lock rather than two that exclude nothing.
+ */
+export function validateLockKey(key: unknown): string {
+  if (typeof key !== 'string') {
+    throw new InvalidLockKeyError(key, `a lock key must be a string, got ${key === null ? 'null' : typeof key}.`);
+  }
+  if (key.length === 0) {
+    throw new InvalidLockKeyError(key, 'the key is empty. Pass a non-empty name such as "file:42".');
+  }
+  if (!key.isWellFormed()) {
+    throw new InvalidLockKeyError(
+      key,
+      'the key contains a lone UTF-16 surrogate, which has no UTF-8 form. Pass well-formed Unicode text.',
+    );
+  }
+  const normalized = key.normalize('NFC');
+  const bytes = Buffer.byteLength(normalized, 'utf8');
+  if (bytes > MAX_KEY_BYTES) {
+    throw new InvalidLockKeyError(
+      key,
+      `the key is ${bytes} bytes of UTF-8; the limit is ${MAX_KEY_BYTES}. Hash long identifiers (e.g. sha256) first.`,
+    );
+  }
+  return normalized;
+}
+
+export function validateKeyPrefix(prefix: unknown): string {
+  if (typeof prefix !== 'string' || !KEY_PREFIX_PATTERN.test(prefix) || prefix.startsWith('/') || prefix.endsWith('/')) {
+    throw new TypeError(
+      `Invalid keyPrefix ${JSON.stringify(prefix)}: use 1-128 characters of [A-Za-z0-9_.:/-], not starting or ending with "/", e.g. "locks" or "billing-locks".`,
+    );
+  }
+  return prefix;
+}
+
+/** Merges per-call options over service defaults over library defaults, rejecting anything unknown or out of range. */
+export function resolveLockOptions(options: LockOptions | undefined, defaults: LockOptions | undefined): ResolvedLockOptions {
+  checkKnownOptions(options, 'lock options');
+  checkKnownOptions(defaults, 'LockService defaults');
+  const ttl = options?.ttl ?? defaults?.ttl ?? DEFAULT_TTL;
+  const waitTimeout = options?.waitTimeout ?? defaults?.waitTimeout ?? DEFAULT_WAIT_TIMEOUT;
+  checkTtl(ttl);
+  if (typeof waitTimeout !== 'number' || Number.isNaN(waitTimeout) || waitTimeout < 0) {
+    throw new TypeError(
+      `Invalid waitTimeout ${String(waitTimeout)}: use a number of milliseconds >= 0 (0 fails at once when the key is busy, Infinity waits forever).`,
+    );
+  }
+  // The default renew interval follows the ttl actually used, not the ttl the default interval was set for.
+  const renewInterval = options?.renewInterval ?? (options?.ttl === undefined ? defaults?.renewInterval : undefined) ?? ttl / 3;
+  checkRenewInterval(renewInterval, ttl);
+  return { ttl: Math.ceil(ttl), waitTimeout, renewInterval };
+}
+
+export function checkTtl(ttl: unknown): asserts ttl is number {
+  if (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl <= 0 || ttl > MAX_TTL) {
+    throw new TypeError(
+      `Invalid ttl ${String(ttl)}: use a finite number of milliseconds > 0 and <= ${MAX_TTL}, e.g. 30000. ` +
+        `Every lock needs an expiry so that a crashed holder frees it.`,
+    );
+  }
+}
+
+function checkRenewInterval(renewInterval: unknown, ttl: number): asserts renewInterval is number {
+  if (typeof renewInterval !== 'number' || !Number.isFinite(renewInterval) || renewInterval <= 0 || renewInterval >= ttl) {
+    throw new TypeError(
+      `Invalid renewInterval ${String(renewInterval)}: use a number of milliseconds > 0 and below ttl (${ttl}); ttl/3 is the default.`,
+    );
+  }
+}
+
+function checkKnownOptions(options: object | undefined, what: string): void {
+  if (options === undefined) return;
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError(`Invalid ${what}: expected an object such as { ttl: 30000 }, got ${String(options)}.`);
+  }
+  for (const name of Object.keys(options)) {
+    if (!KNOWN_LOCK_OPTIONS.has(name)) {
+      throw new TypeError(
+        `Unknown option "${name}" in ${what}. Known options: ${[...KNOWN_LOCK_OPTIONS].join(', ')}.`,
+      );
+    }
+  }
+}
