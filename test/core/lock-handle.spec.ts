@@ -1,0 +1,219 @@
+import { firstValueFrom, lastValueFrom, take, toArray } from 'rxjs';
+import { LockLostError, LockService, LockBackendError, LockTimeoutError, LockServiceClosedError } from '../../lib';
+import type { LockRenewal } from '../../lib';
+import { FaultyBackend } from './faulty-backend';
+
+/** Blocks the event loop synchronously, as a CPU-bound handler or a long GC pause would. */
+function blockEventLoop(ms: number): void {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    /* spin */
+  }
+}
+
+function lostPromise(signal: AbortSignal): Promise<unknown> {
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(signal.reason), { once: true }));
+}
+
+describe('LockHandle watchdog (core, over the memory backend with injected faults)', () => {
+  let backend: FaultyBackend;
+  let locks: LockService;
+
+  beforeEach(() => {
+    backend = new FaultyBackend();
+    locks = new LockService(backend, { keyPrefix: 'core-test' });
+  });
+
+  afterEach(async () => {
+    await locks.close();
+  });
+
+  it('renews every ttl/3 and keeps the key from others for several ttls', async () => {
+    const lock = await locks.acquire('file:1', { ttl: 300 });
+    const renewals = await firstValueFrom(lock.renewals$.pipe(take(6), toArray()));
+    expect(renewals.map((r) => r.type)).toEqual(Array(6).fill('renewed'));
+    expect(renewals.map((r) => (r as { renewalCount: number }).renewalCount)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(await locks.tryAcquire('file:1')).toBeNull();
+    expect(lock.isHeld).toBe(true);
+    expect(lock.expiresAt).toBeGreaterThan(Date.now());
+    await lock.release();
+  });
+
+  it('completes the stream on release, stops renewing, and release is idempotent', async () => {
+    const lock = await locks.acquire('file:2', { ttl: 200 });
+    const all = lastValueFrom(lock.renewals$.pipe(toArray()));
+    await firstValueFrom(lock.renewals$);
+    await Promise.all([lock.release(), lock.release()]);
+    await lock.release();
+    await expect(all).resolves.toBeDefined();
+    const extendsAtRelease = backend.calls.extend;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(backend.calls.extend).toBe(extendsAtRelease);
+    expect(backend.calls.release).toBe(1);
+    expect(lock.state).toBe('released');
+    expect(lock.signal.aborted).toBe(false);
+    // A late subscriber is told it ended.
+    await expect(lastValueFrom(lock.renewals$, { defaultValue: 'done' })).resolves.toBe('done');
+  });
+
+  it('reports a lock deleted behind its back as lost: stream errors, signal aborts, release leaves the new holder alone', async () => {
+    const lock = await locks.acquire('file:3', { ttl: 300 });
+    const streamError = lastValueFrom(lock.renewals$).catch((e) => e);
+    // Someone else's view: the key expired and was taken over.
+    await backend.inner.release({ namespace: 'core-test', key: 'file:3', token: lock.token, ttl: 300, fencingToken: lock.fencingToken });
+    const thief = await locks.acquire('file:3', { ttl: 10_000 });
+    const reason = await lostPromise(lock.signal);
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect(await streamError).toBe(reason);
+    expect((reason as LockLostError).message).toContain('file:3');
+    await lock.release();
+    expect(await locks.isLocked('file:3')).toBe(true);
+    expect(thief.isHeld).toBe(true);
+    expect(thief.fencingToken).toBeGreaterThan(lock.fencingToken);
+    await thief.release();
+  });
+
+  it('never extends after the event loop was blocked past the validity: reports lost instead', async () => {
+    const lock = await locks.acquire('file:4', { ttl: 300 });
+    const lost = lostPromise(lock.signal);
+    const extendsBefore = backend.calls.extend;
+    blockEventLoop(700);
+    const reason = (await lost) as LockLostError;
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect(reason.reason).toMatch(/validity ended/);
+    expect(backend.calls.extend).toBe(extendsBefore);
+  });
+
+  it('emits at-risk on a transient renewal failure and recovers when the server answers again', async () => {
+    const lock = await locks.acquire('file:5', { ttl: 900 });
+    const events: LockRenewal[] = [];
+    lock.renewals$.subscribe((event) => events.push(event));
+    backend.extendFault = 'error';
+    await firstValueFrom(lock.renewals$);
+    expect(events[0].type).toBe('at-risk');
+    expect((events[0] as { remaining: number }).remaining).toBeGreaterThan(0);
+    backend.extendFault = 'none';
+    const next = await firstValueFrom(lock.renewals$.pipe(take(1)));
+    expect(['renewed', 'at-risk']).toContain(next.type);
+    const renewed = await firstValueFrom(lock.renewals$);
+    expect(renewed.type).toBe('renewed');
+    expect(lock.isHeld).toBe(true);
+    await lock.release();
+  });
+
+  it('reports lost by the end of validity when the server stays unreachable or silent', async () => {
+    for (const fault of ['error', 'hang'] as const) {
+      const lock = await locks.acquire(`file:6-${fault}`, { ttl: 400 });
+      const started = Date.now();
+      backend.extendFault = fault;
+      const reason = (await lostPromise(lock.signal)) as LockLostError;
+      expect(reason).toBeInstanceOf(LockLostError);
+      expect(reason.reason).toMatch(/could not be reached|validity ended/);
+      expect(Date.now() - started).toBeLessThan(400 + 1_500);
+      backend.extendFault = 'none';
+      await lock.release();
+    }
+  });
+
+  it('extend(ttl) changes the validity and later renewals use it; extend on a lost lock rejects with LockLostError', async () => {
+    const lock = await locks.acquire('file:7', { ttl: 300 });
+    await lock.extend(5_000);
+    expect(lock.expiresAt - Date.now()).toBeGreaterThan(3_000);
+    await lock.release();
+    await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
+    await expect(lock.extend(0)).rejects.toThrow(/Invalid ttl 0/);
+  });
+});
+
+describe('LockService (core)', () => {
+  let backend: FaultyBackend;
+  let locks: LockService;
+
+  beforeEach(() => {
+    backend = new FaultyBackend();
+    locks = new LockService(backend, { keyPrefix: 'core-test', operationTimeout: 300 });
+  });
+
+  afterEach(async () => {
+    await locks.close();
+  });
+
+  it('fails with LockBackendError, not a hang, when a backend ignores its abort signal', async () => {
+    const holder = await locks.acquire('busy2', { ttl: 10_000 });
+    backend.acquireFault = 'hang-ignoring-signal';
+    const started = Date.now();
+    const error = await locks.acquire('busy2', { waitTimeout: 200 }).catch((e) => e);
+    expect(error).toBeInstanceOf(LockBackendError);
+    expect(error.message).toContain('faulty-memory backend at in-process');
+    expect(Date.now() - started).toBeLessThan(200 + 3_000);
+    await holder.release();
+  });
+
+  it('releases a grant that arrives after the caller gave up', async () => {
+    backend.tryAcquireDelayMs = 600;
+    const error = await locks.tryAcquire('late').catch((e) => e);
+    expect(error).toBeInstanceOf(LockBackendError);
+    await new Promise((r) => setTimeout(r, 800));
+    expect(backend.calls.release).toBe(1);
+    expect(await locks.isLocked('late')).toBe(false);
+  });
+
+  it('waitTimeout 0 fails at once with LockTimeoutError, and Infinity waits', async () => {
+    const holder = await locks.acquire('k');
+    await expect(locks.acquire('k', { waitTimeout: 0 })).rejects.toBeInstanceOf(LockTimeoutError);
+    const forever = locks.acquire('k', { waitTimeout: Infinity });
+    await new Promise((r) => setTimeout(r, 50));
+    await holder.release();
+    const next = await forever;
+    expect(next.fencingToken).toBeGreaterThan(holder.fencingToken);
+    await next.release();
+  });
+
+  it('run() rethrows exactly what fn threw and releases; rejects with LockLostError when the lock was lost meanwhile', async () => {
+    const boom = new Error('boom');
+    await expect(locks.run('r', async () => Promise.reject(boom))).rejects.toBe(boom);
+    expect(await locks.isLocked('r')).toBe(false);
+    const outcome = locks.run(
+      'r',
+      async (lock) => {
+        await backend.inner.release({ namespace: 'core-test', key: 'r', token: lock.token, ttl: 1, fencingToken: lock.fencingToken });
+        await lostPromise(lock.signal);
+        return 'done anyway';
+      },
+      { ttl: 300 },
+    );
+    await expect(outcome).rejects.toBeInstanceOf(LockLostError);
+  });
+
+  it('current() finds the lock of the enclosing run(), and nested run() on the same key reuses it', async () => {
+    expect(locks.current()).toBeUndefined();
+    await locks.run('outer', async (outer) => {
+      expect(locks.current()).toBe(outer);
+      expect(locks.current('outer')).toBe(outer);
+      await locks.run('outer', async (inner) => expect(inner).toBe(outer));
+      expect(outer.isHeld).toBe(true);
+      await locks.run('other', async (other) => {
+        expect(locks.current()).toBe(other);
+        expect(locks.current('outer')).toBe(outer);
+      });
+    });
+    expect(locks.current('outer')).toBeUndefined();
+  });
+
+  it('close() releases every held lock and refuses new ones', async () => {
+    const a = await locks.acquire('a');
+    const b = await locks.acquire('b');
+    expect(locks.heldCount).toBe(2);
+    await locks.close();
+    expect(a.state).toBe('released');
+    expect(b.state).toBe('released');
+    expect(locks.heldCount).toBe(0);
+    await expect(locks.acquire('c')).rejects.toBeInstanceOf(LockServiceClosedError);
+  });
+
+  it('normalises keys to NFC so both spellings of the same text are one lock', async () => {
+    const composed = await locks.acquire('caf\u00e9');
+    expect(await locks.tryAcquire('cafe\u0301')).toBeNull();
+    await composed.release();
+  });
+});
