@@ -1,5 +1,5 @@
 import { Observable, Subject } from 'rxjs';
-import type { HeldLock, LockBackend } from './backends/lock-backend.interface';
+import type { BackendLockEvent, HeldLock, LockBackend } from './backends/lock-backend.interface';
 import { LockBackendError, LockError, LockLostError } from './errors';
 import type { LockRenewal } from './lock-renewal';
 import { monotonicNow, toEpochMs } from './utils/clock';
@@ -52,6 +52,7 @@ export class LockHandle implements AsyncDisposable {
   private lostError: LockLostError | undefined;
   private renewalChain: Promise<unknown> = Promise.resolve();
   private releasing: Promise<void> | undefined;
+  private stopObserving: (() => void) | undefined;
 
   /** @internal Created by LockService. */
   constructor(init: LockHandleInit) {
@@ -76,6 +77,7 @@ export class LockHandle implements AsyncDisposable {
       init.renewInterval,
     );
     this.watchdog.start();
+    this.stopObserving = init.backend.observe?.(init.lock, (event) => this.onBackendEvent(event));
   }
 
   /** Epoch ms until which the lock is certainly held, measured from just before the last successful request. */
@@ -147,6 +149,7 @@ export class LockHandle implements AsyncDisposable {
         await deletion.catch(() => undefined);
       }
     } finally {
+      this.stopObserving?.();
       if (wasHeld) this.renewalSubject.complete();
       this.onEnd(this);
     }
@@ -180,14 +183,7 @@ export class LockHandle implements AsyncDisposable {
       }
       const failure = error instanceof LockError ? error : this.backendError('extend', String(error), error);
       onTransient?.(failure);
-      this.renewalSubject.next({
-        type: 'at-risk',
-        key: this.key,
-        fencingToken: this.fencingToken,
-        expiresAt: this.expiresAt,
-        remaining: Math.max(0, Math.round(this.validUntil - monotonicNow())),
-        error: failure,
-      });
+      this.emitAtRisk(failure as Error);
       return 'retry';
     }
     if (this.currentState !== 'held') return 'lost';
@@ -213,9 +209,27 @@ export class LockHandle implements AsyncDisposable {
     this.currentState = 'lost';
     this.lostError = new LockLostError(this.key, reason, cause === undefined ? undefined : { cause });
     void this.watchdog.stop();
+    this.stopObserving?.();
     this.renewalSubject.error(this.lostError);
     this.abortController.abort(this.lostError);
     this.onEnd(this);
+  }
+
+  private onBackendEvent(event: BackendLockEvent): void {
+    if (this.currentState !== 'held') return;
+    if (event.type === 'lost') return this.markLost(event.reason);
+    if (event.type === 'at-risk') this.emitAtRisk(event.error);
+  }
+
+  private emitAtRisk(error: Error): void {
+    this.renewalSubject.next({
+      type: 'at-risk',
+      key: this.key,
+      fencingToken: this.fencingToken,
+      expiresAt: this.expiresAt,
+      remaining: Math.max(0, Math.round(this.validUntil - monotonicNow())),
+      error,
+    });
   }
 
   private backendError(operation: string, detail: string, cause?: unknown): LockBackendError {

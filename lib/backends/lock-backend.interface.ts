@@ -40,6 +40,12 @@ export interface LockBackend {
   /** Whether anyone holds the key now. */
   isLocked(namespace: string, key: string): Promise<boolean>;
 
+  /**
+   * Optional: news the server pushes about a held lock between renewals (ZooKeeper session states).
+   * The core subscribes once per handle and calls the returned function on release or loss.
+   */
+  observe?(lock: HeldLock, listener: (event: BackendLockEvent) => void): () => void;
+
   /** Closes what the backend created itself (subscriber connections, timers). Never the client the app passed in. */
   close(): Promise<void>;
 }
@@ -64,6 +70,16 @@ export interface LockGrant {
   /** Backend-private data needed later (etcd lease id and key path, ...). */
   readonly state?: unknown;
 }
+
+/**
+ * 'at-risk': the connection is suspended but the lock may still be ours (validity/session remains);
+ * 'lost': the server says the lock is gone (session expired, node deleted);
+ * 'recovered': the connection came back and the lock is still ours.
+ */
+export type BackendLockEvent =
+  | { readonly type: 'at-risk'; readonly error: Error }
+  | { readonly type: 'lost'; readonly reason: string }
+  | { readonly type: 'recovered' };
 
 /** A granted lock as the core hands it back to extend/release. */
 export interface HeldLock extends AcquireRequest {
