@@ -9,7 +9,7 @@ export interface LockOptions {
 }
 
 export interface LockServiceOptions {
-  /** Namespace for every key this service locks. `[A-Za-z0-9_.:/-]`, at most 128 characters. Default 'locks'. */
+  /** Namespace for every key this service locks. `[A-Za-z0-9_.:-]`, at most 128 characters. Default 'locks'. */
   keyPrefix?: string;
   defaults?: LockOptions;
   /** Deadline in ms for a single release/isLocked call to the server. Default 5 000. */

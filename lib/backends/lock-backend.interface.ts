@@ -52,7 +52,7 @@ export interface LockBackend {
 
 /** What the core asks a backend to lock. All fields are validated before a backend sees them. */
 export interface AcquireRequest {
-  /** The LockService `keyPrefix`: `[A-Za-z0-9_.:/-]`, no braces. */
+  /** The LockService `keyPrefix`: `[A-Za-z0-9_.:-]`: no braces, no slash. */
   readonly namespace: string;
   /** The user's key: non-empty, at most 1 KiB of UTF-8, NFC. May contain any character; backends encode it. */
   readonly key: string;

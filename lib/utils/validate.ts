@@ -9,7 +9,7 @@ import {
 
 /** Longest key accepted, in bytes of UTF-8. Keeps server keys and log lines bounded. */
 export const MAX_KEY_BYTES = 1024;
-const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.:/-]{1,128}$/;
+const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
 const KNOWN_LOCK_OPTIONS: ReadonlySet<string> = new Set(['ttl', 'waitTimeout', 'renewInterval']);
 
 /**
@@ -41,9 +41,10 @@ export function validateLockKey(key: unknown): string {
 }
 
 export function validateKeyPrefix(prefix: unknown): string {
-  if (typeof prefix !== 'string' || !KEY_PREFIX_PATTERN.test(prefix) || prefix.startsWith('/') || prefix.endsWith('/')) {
+  // No "/": on etcd and ZooKeeper a prefix is a path, and "ns" must not contain the range of "ns/a".
+  if (typeof prefix !== 'string' || !KEY_PREFIX_PATTERN.test(prefix)) {
     throw new TypeError(
-      `Invalid keyPrefix ${JSON.stringify(prefix)}: use 1-128 characters of [A-Za-z0-9_.:/-], not starting or ending with "/", e.g. "locks" or "billing-locks".`,
+      `Invalid keyPrefix ${JSON.stringify(prefix)}: use 1-128 characters of [A-Za-z0-9_.:-], e.g. "locks" or "billing-locks".`,
     );
   }
   return prefix;

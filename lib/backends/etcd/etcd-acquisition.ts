@@ -1,0 +1,292 @@
+import type { AcquireRequest, LockGrant } from '../lock-backend.interface';
+import { LockBackendError } from '../../errors';
+import { monotonicNow } from '../../utils/clock';
+import { delay, raceAbort } from '../shared/abort';
+import type { WakeReason } from './etcd-deletion-watch';
+import { contenderKey, lockPrefix } from './etcd-key-layout';
+import type { GrantedLease } from './etcd-lease';
+import { EtcdLockClient, Inspection, toEtcdBackendError } from './etcd-lock-client';
+import { EtcdLockState, leaseSecondsFor, validUntil } from './etcd-lock-state';
+
+/** Deadline for the clean-up calls we make on our own (revoking a waiter's lease), so none lingers. */
+export const CLEANUP_DEADLINE_MS = 5_000;
+/** Upper bound of the pause before a retry, when reads or watches keep failing, so nothing spins. */
+const MAX_BACKOFF_MS = 1_000;
+
+function backoff(failures: number): number {
+  return Math.min(MAX_BACKOFF_MS, 50 * 2 ** failures);
+}
+
+/** Our place in the queue: one key on one lease. */
+interface QueueEntry {
+  readonly key: string;
+  readonly lease: Promise<GrantedLease>;
+  readonly leaseId: string;
+  readonly leaseTtlSeconds: number;
+  readonly createRevision: bigint;
+  readonly isOwner: boolean;
+  /** Monotonic time just before the last grant/keepalive of this lease that succeeded. */
+  aliveSince: number;
+}
+
+type Wake = WakeReason | 'lease-lost';
+
+/**
+ * One acquire or tryAcquire: joins the revision-ordered queue under the lock's prefix (Go's
+ * concurrency.Mutex), then waits for the deletion of its predecessor only, so a release wakes one waiter.
+ *
+ * While queued it keeps its own lease alive (a queued key whose lease expires vanishes), and after every
+ * wake-up it re-reads its own key before believing it is first (etcd#11456). If its key vanished anyway,
+ * it joins again at the back with a fresh lease, as long as the caller's signal allows. Failures once
+ * queued (a restart, a leader change) are retried with backoff until the signal aborts; failures while
+ * joining reject at once, so a wrong address or missing permission shows up immediately.
+ */
+export class EtcdAcquisition {
+  private readonly controller = new AbortController();
+  private readonly prefix: string;
+  /** Leases this attempt granted and still has to revoke unless it hands one over as the lock. */
+  private readonly leases = new Set<Promise<GrantedLease>>();
+  private keepaliveTimer?: NodeJS.Timeout;
+  private wake?: (reason: Wake) => void;
+  private cancelledWith?: { error: unknown };
+  private readonly detachUserSignal: () => void;
+
+  constructor(
+    private readonly etcd: EtcdLockClient,
+    private readonly request: AcquireRequest,
+    private readonly operation: 'acquire' | 'tryAcquire',
+    /** Registers clean-up work with the backend, so close() can wait for it. */
+    private readonly track: (work: Promise<unknown>) => void,
+    userSignal?: AbortSignal,
+  ) {
+    this.prefix = lockPrefix(request.namespace, request.key);
+    const forward = () => this.controller.abort(userSignal!.reason);
+    if (userSignal?.aborted) forward();
+    else userSignal?.addEventListener('abort', forward, { once: true });
+    this.detachUserSignal = () => userSignal?.removeEventListener('abort', forward);
+  }
+
+  private get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** The backend is closing: reject with `error` and leave the queue. */
+  cancel(error: unknown): void {
+    this.cancelledWith ??= { error };
+    this.controller.abort(error);
+  }
+
+  async acquire(): Promise<LockGrant> {
+    try {
+      if (this.signal.aborted) throw this.signal.reason;
+      for (;;) {
+        const entry = await this.join();
+        if (entry.isOwner) return this.handOver(entry);
+        this.startKeepalive(entry);
+        if (await this.waitForTurn(entry)) return this.handOver(entry);
+        // Our key vanished while queued (lease expired or revoked). Join again, at the back, with a new lease.
+        this.stopKeepalive();
+        this.revokeLater(entry.lease);
+      }
+    } catch (error) {
+      this.abandon();
+      throw error;
+    } finally {
+      this.detachUserSignal();
+    }
+  }
+
+  async tryAcquire(): Promise<LockGrant | null> {
+    try {
+      const entry = await this.join();
+      if (entry.isOwner) return this.handOver(entry);
+      // Someone holds or queues. Revoking the lease deletes our key with it, in one request.
+      await this.server(this.etcd.revoke(entry.leaseId));
+      this.leases.delete(entry.lease);
+      return null;
+    } catch (error) {
+      this.abandon();
+      throw error;
+    } finally {
+      this.detachUserSignal();
+    }
+  }
+
+  /** Grants a lease and puts our key on it; the same txn reads who is first in line. */
+  private async join(): Promise<QueueEntry> {
+    const startedAt = monotonicNow();
+    const lease = this.etcd.grant(leaseSecondsFor(this.request.ttl));
+    this.leases.add(lease);
+    lease.catch(() => this.leases.delete(lease));
+    const granted = await this.server(lease);
+    const key = contenderKey(this.prefix, granted.id);
+    const queued = await this.server(this.etcd.enqueue(this.prefix, key, this.request.token, granted.id));
+    return {
+      key,
+      lease,
+      leaseId: granted.id,
+      leaseTtlSeconds: granted.ttlSeconds,
+      createRevision: queued.createRevision,
+      isOwner: queued.ownerRevision === queued.createRevision,
+      aliveSince: startedAt,
+    };
+  }
+
+  /**
+   * Resolves true once we are first in line, false if our key is gone. Once queued, a failed read is
+   * retried with backoff: a brief outage or leader change should not cost us our place.
+   */
+  private async waitForTurn(entry: QueueEntry): Promise<boolean> {
+    let failedWatches = 0;
+    let failedReads = 0;
+    for (;;) {
+      // Renew and re-read together: the lease is alive from `startedAt` on, and the key was still ours.
+      const startedAt = monotonicNow();
+      let leaseTtl: number;
+      let seen: Inspection;
+      try {
+        [leaseTtl, seen] = await this.server(
+          Promise.all([
+            this.etcd.keepAlive(entry.leaseId, entry.leaseTtlSeconds * 1000),
+            this.etcd.inspect(this.prefix, entry.key, entry.createRevision),
+          ]),
+        );
+      } catch (error) {
+        if (this.signal.aborted) throw error;
+        await this.pauseAfterFailure(backoff(++failedReads), error);
+        continue;
+      }
+      failedReads = 0;
+      if (leaseTtl <= 0 || !seen.present) return false;
+      entry.aliveSince = Math.max(entry.aliveSince, startedAt);
+      if (seen.predecessor === undefined) return true;
+      if (failedWatches > 0) await delay(backoff(failedWatches), this.signal);
+      // From the revision after our read, so a deletion between the read and the watch is not missed.
+      const reason = await this.sleepUntilWoken(seen.predecessor, seen.revision + 1n);
+      failedWatches = reason === 'recheck' ? failedWatches + 1 : 0;
+    }
+  }
+
+  /** Waits before retrying a failed read. An abort now means etcd was failing, so it is a backend error. */
+  private async pauseAfterFailure(ms: number, lastError: unknown): Promise<void> {
+    try {
+      await delay(ms, this.signal);
+    } catch {
+      throw this.cancelledWith
+        ? this.cancelledWith.error
+        : new LockBackendError(
+            'etcd',
+            this.etcd.address,
+            this.operation,
+            `etcd kept failing while we waited in the queue (last error: ${(lastError as Error)?.message ?? String(lastError)})`,
+            { cause: lastError },
+          );
+    }
+  }
+
+  /** Waits for the predecessor's deletion (or a reason to re-read). Rejects with the signal's reason. */
+  private sleepUntilWoken(predecessor: string, fromRevision: bigint): Promise<Wake> {
+    return new Promise<Wake>((resolve, reject) => {
+      if (this.signal.aborted) return reject(this.signal.reason);
+      const watch = this.etcd.watchDeletion(predecessor, fromRevision);
+      let done = false;
+      const finish = (settle: () => void) => {
+        if (done) return;
+        done = true;
+        this.wake = undefined;
+        this.signal.removeEventListener('abort', onAbort);
+        this.track(watch.cancel());
+        settle();
+      };
+      const onAbort = () => finish(() => reject(this.signal.reason));
+      this.signal.addEventListener('abort', onAbort, { once: true });
+      this.wake = (reason) => finish(() => resolve(reason));
+      void watch.fired.then((reason) => finish(() => resolve(reason)));
+    });
+  }
+
+  /** Keeps a queued key's lease alive at a third of its TTL, like etcd's own clients. The timer is unref'd. */
+  private startKeepalive(entry: QueueEntry): void {
+    let inFlight = false;
+    const tick = async () => {
+      if (inFlight) return;
+      inFlight = true;
+      const startedAt = monotonicNow();
+      try {
+        const leaseTtl = await this.etcd.keepAlive(entry.leaseId, entry.leaseTtlSeconds * 1000);
+        if (leaseTtl > 0) entry.aliveSince = Math.max(entry.aliveSince, startedAt);
+        else this.wake?.('lease-lost');
+      } catch {
+        // Transient: the next tick retries, and every wake-up re-reads the key before trusting anything.
+      } finally {
+        inFlight = false;
+      }
+    };
+    this.keepaliveTimer = setInterval(() => this.track(tick()), Math.max(100, (entry.leaseTtlSeconds * 1000) / 3));
+    this.keepaliveTimer.unref();
+  }
+
+  private stopKeepalive(): void {
+    clearInterval(this.keepaliveTimer);
+    this.keepaliveTimer = undefined;
+  }
+
+  private handOver(entry: QueueEntry): LockGrant {
+    this.stopKeepalive();
+    // Never grant after the abort; the catch revokes the lease.
+    if (this.signal.aborted) throw this.signal.reason;
+    // From here the lease is the lock's: the core's watchdog keeps it alive through extend().
+    this.leases.delete(entry.lease);
+    const seconds = leaseSecondsFor(this.request.ttl);
+    const state: EtcdLockState = {
+      keyPath: entry.key,
+      createRevision: entry.createRevision.toString(),
+      leaseId: entry.leaseId,
+      leaseTtlSeconds: entry.leaseTtlSeconds,
+      requestedTtlSeconds: seconds,
+    };
+    return {
+      fencingToken: entry.createRevision,
+      validUntil: validUntil(entry.aliveSince, this.request.ttl, entry.leaseTtlSeconds),
+      state,
+    };
+  }
+
+  /**
+   * Every server call: errors become LockBackendErrors, and an abort while the call is outstanding rejects
+   * at once (etcd3 keeps retrying against a dead server) with a LockBackendError, not the wait's reason.
+   */
+  private server<T>(work: Promise<T>): Promise<T> {
+    const mapped = work.catch((error: unknown) => {
+      throw toEtcdBackendError(this.etcd.address, this.operation, error);
+    });
+    return raceAbort(mapped, this.signal, () =>
+      this.cancelledWith
+        ? this.cancelledWith.error
+        : new LockBackendError(
+            'etcd',
+            this.etcd.address,
+            this.operation,
+            'the wait ended while a request to etcd was still outstanding',
+            { cause: this.signal.reason },
+          ),
+    );
+  }
+
+  /** Leaves the queue: stops the keepalive and revokes every lease this attempt still holds. */
+  private abandon(): void {
+    this.stopKeepalive();
+    this.wake = undefined;
+    for (const lease of [...this.leases]) this.revokeLater(lease);
+  }
+
+  /** Revokes in the background (deleting the key on it) once the grant, possibly still in flight, lands. */
+  private revokeLater(lease: Promise<GrantedLease>): void {
+    this.leases.delete(lease);
+    this.track(
+      lease
+        .then((granted) => this.etcd.revoke(granted.id, { deadline: Date.now() + CLEANUP_DEADLINE_MS }))
+        .catch(() => undefined),
+    );
+  }
+}

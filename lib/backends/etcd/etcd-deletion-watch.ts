@@ -1,0 +1,49 @@
+import type { Etcd3, Watcher } from 'etcd3';
+
+/**
+ * Why a waiter woke up. Either way it re-reads before believing anything:
+ *  - 'deleted': the predecessor's key was deleted (released, revoked, expired, or it left the queue);
+ *  - 'recheck': the watch can no longer promise to report the deletion (the server cancelled it, e.g. its
+ *    start revision was compacted, or the stream dropped and etcd3 would resume it from a revision it
+ *    guessed), so the waiter reads again and watches from the revision of that read.
+ */
+export type WakeReason = 'deleted' | 'recheck';
+
+export interface DeletionWatch {
+  readonly fired: Promise<WakeReason>;
+  /** Detaches the watcher from etcd3's shared watch stream. Safe to call more than once. */
+  cancel(): Promise<void>;
+}
+
+/**
+ * Watches one key for deletion from `fromRevision` on. All watchers share the client's single watch
+ * stream (etcd3's WatchManager multiplexes them), so a thousand waiters cost one stream, not a thousand.
+ */
+export function watchDeletion(client: Etcd3, key: string, fromRevision: bigint): DeletionWatch {
+  // watcher() rather than create(): listeners are attached before the first event can arrive.
+  const watcher: Watcher = client.watch().key(key).only('delete').startRevision(fromRevision.toString()).watcher();
+  let attached = true;
+  let cancelled: Promise<void> | undefined;
+  let fire!: (reason: WakeReason) => void;
+  const fired = new Promise<WakeReason>((resolve) => (fire = resolve));
+
+  watcher.on('delete', () => fire('deleted'));
+  // The server cancelled the watcher and etcd3 already dropped it: cancelling again would wait forever.
+  watcher.on('error', () => {
+    attached = false;
+    fire('recheck');
+  });
+  watcher.on('end', () => (attached = false));
+  watcher.on('disconnected', () => fire('recheck'));
+
+  return {
+    fired,
+    cancel() {
+      if (!cancelled) {
+        cancelled = attached ? watcher.cancel().catch(() => undefined) : Promise.resolve();
+        attached = false;
+      }
+      return cancelled;
+    },
+  };
+}

@@ -1,0 +1,91 @@
+import type { Etcd3 } from 'etcd3';
+import { LockBackendError, LockError } from '../../errors';
+import { DeletionWatch, watchDeletion } from './etcd-deletion-watch';
+import { CallOptions, GrantedLease, grantLease, keepAliveOnce, revokeLease } from './etcd-lease';
+import { anyContenderRange, enqueueTxn, inspectTxn, rebindTxn, releaseTxn, stillOursTxn } from './etcd-requests';
+
+export interface Enqueued {
+  readonly createRevision: bigint;
+  /** Create revision of the lowest contender, read in the same revision as our put. */
+  readonly ownerRevision: bigint;
+}
+
+export type Inspection =
+  | { readonly present: false }
+  /** `predecessor` is undefined when we are first in line; `revision` is the store revision of the read. */
+  | { readonly present: true; readonly predecessor: string | undefined; readonly revision: bigint };
+
+/**
+ * The lock's requests on etcd3's raw clients (`kv`, `leaseClient`, the shared watch stream), each one round
+ * trip. Errors come back as thrown by etcd3; callers map them with `toEtcdBackendError`.
+ */
+export class EtcdLockClient {
+  constructor(
+    readonly client: Etcd3,
+    readonly address: string,
+  ) {}
+
+  grant(ttlSeconds: number, options?: CallOptions): Promise<GrantedLease> {
+    return grantLease(this.client.leaseClient, ttlSeconds, options);
+  }
+
+  keepAlive(leaseId: string, timeoutMs: number): Promise<number> {
+    return keepAliveOnce(this.client.leaseClient, leaseId, timeoutMs);
+  }
+
+  revoke(leaseId: string, options?: CallOptions): Promise<boolean> {
+    return revokeLease(this.client.leaseClient, leaseId, options);
+  }
+
+  async enqueue(prefix: string, key: string, token: string, leaseId: string): Promise<Enqueued> {
+    const response = await this.client.kv.txn(enqueueTxn(prefix, key, token, leaseId));
+    const owner = response.responses[1]?.response_range?.kvs[0];
+    // The key embeds a lease id granted a moment ago, so it cannot exist yet.
+    if (!response.succeeded || !owner) throw new Error(`etcd refused to create the contender key ${key}`);
+    return { createRevision: BigInt(response.header.revision), ownerRevision: BigInt(owner.create_revision) };
+  }
+
+  async inspect(prefix: string, key: string, createRevision: bigint): Promise<Inspection> {
+    const response = await this.client.kv.txn(inspectTxn(prefix, key, createRevision));
+    if (!response.succeeded) return { present: false };
+    const previous = response.responses[0]?.response_range?.kvs[0];
+    const predecessor = previous ? previous.key.toString('utf8') : undefined;
+    return {
+      present: true,
+      // max_create_revision = 0 would mean "no bound"; never mistake our own key for a predecessor.
+      predecessor: predecessor === key ? undefined : predecessor,
+      revision: BigInt(response.header.revision),
+    };
+  }
+
+  async stillOurs(key: string, createRevision: string, leaseId: string): Promise<boolean> {
+    return (await this.client.kv.txn(stillOursTxn(key, createRevision, leaseId))).succeeded;
+  }
+
+  async rebind(key: string, createRevision: string, token: string, newLeaseId: string): Promise<boolean> {
+    return (await this.client.kv.txn(rebindTxn(key, createRevision, token, newLeaseId))).succeeded;
+  }
+
+  /** Deletes our key if it still has our create revision. `absent` tells a vanished key from someone else's. */
+  async release(key: string, createRevision: string): Promise<{ deleted: boolean; absent: boolean }> {
+    const response = await this.client.kv.txn(releaseTxn(key, createRevision));
+    if (response.succeeded) return { deleted: true, absent: true };
+    return { deleted: false, absent: (response.responses[0]?.response_range?.kvs.length ?? 0) === 0 };
+  }
+
+  async anyContender(prefix: string): Promise<boolean> {
+    return Number((await this.client.kv.range(anyContenderRange(prefix))).count) > 0;
+  }
+
+  watchDeletion(key: string, fromRevision: bigint): DeletionWatch {
+    return watchDeletion(this.client, key, fromRevision);
+  }
+}
+
+/** Maps an etcd3 failure to a LockBackendError naming the address; our own errors pass through. */
+export function toEtcdBackendError(address: string, operation: string, error: unknown): unknown {
+  if (error instanceof LockError) return error;
+  const kind = (error as Error | undefined)?.constructor?.name ?? 'Error';
+  const message = error instanceof Error ? error.message : String(error);
+  return new LockBackendError('etcd', address, operation, `${kind}: ${message}`, { cause: error });
+}

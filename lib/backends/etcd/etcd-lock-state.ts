@@ -1,0 +1,45 @@
+/**
+ * What an etcd grant carries in `LockGrant.state`. The core hands the same object back to extend/release;
+ * extend() rebinds the key to a new lease when the ttl changes, so the lease fields are mutable.
+ */
+export interface EtcdLockState {
+  /** The contender key: `<namespace>/<enc(key)>/<lease id hex>`. */
+  readonly keyPath: string;
+  /** The key's create revision (decimal). It is the fencing token and identifies our key across rebinds. */
+  readonly createRevision: string;
+  /** The lease the key lives on (decimal int64). */
+  leaseId: string;
+  /** TTL in seconds the server granted (it may round a small request up to its minimum). */
+  leaseTtlSeconds: number;
+  /** TTL in seconds we asked for: ceil(ttl / 1000). */
+  requestedTtlSeconds: number;
+}
+
+/** etcd leases work in whole seconds. */
+export function leaseSecondsFor(ttlMs: number): number {
+  return Math.max(1, Math.ceil(ttlMs / 1000));
+}
+
+/**
+ * Validity from `startedAt` (taken just before the grant/keepalive that succeeded): the shorter of the
+ * requested ttl and the lease's TTL, minus an allowance for clock-rate drift between us and the server.
+ */
+export function validUntil(startedAt: number, ttlMs: number, leaseTtlSeconds: number): number {
+  return startedAt + Math.min(ttlMs, leaseTtlSeconds * 1000) - driftAllowance(ttlMs);
+}
+
+function driftAllowance(ttlMs: number): number {
+  return Math.floor(ttlMs * 0.01) + 2;
+}
+
+export function asEtcdLockState(state: unknown): EtcdLockState {
+  const candidate = state as Partial<EtcdLockState> | undefined;
+  if (
+    typeof candidate?.keyPath !== 'string' ||
+    typeof candidate.createRevision !== 'string' ||
+    typeof candidate.leaseId !== 'string'
+  ) {
+    throw new TypeError('This lock was not granted by an EtcdLockBackend (its state has no etcd key, revision and lease).');
+  }
+  return candidate as EtcdLockState;
+}

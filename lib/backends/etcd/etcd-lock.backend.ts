@@ -1,0 +1,201 @@
+import type { Etcd3, IOptions } from 'etcd3';
+import type { AcquireRequest, HeldLock, LockBackend, LockGrant } from '../lock-backend.interface';
+import { LockBackendError } from '../../errors';
+import { monotonicNow } from '../../utils/clock';
+import { loadOptionalPackage } from '../shared/optional-require';
+import { CLEANUP_DEADLINE_MS, EtcdAcquisition } from './etcd-acquisition';
+import { lockPrefix } from './etcd-key-layout';
+import { EtcdLockClient, toEtcdBackendError } from './etcd-lock-client';
+import { asEtcdLockState, EtcdLockState, leaseSecondsFor, validUntil } from './etcd-lock-state';
+
+/**
+ * Either an `Etcd3` client the application owns (we never close it), or etcd3's own options
+ * (`hosts`, `auth`, `credentials`, ...) for a client this backend creates and closes.
+ */
+export type EtcdLockBackendOptions = { client: Etcd3 } | (IOptions & { client?: undefined });
+
+/** How long close() waits for revokes and watch cancellations before it closes the client anyway. */
+const CLOSE_GRACE_MS = CLEANUP_DEADLINE_MS;
+
+/**
+ * Locks on etcd v3, compatible with Go's `concurrency.Mutex` and `etcdctl lock`: each contender is a key
+ * `<namespace>/<enc(key)>/<lease hex>` on its own lease, the lowest create revision owns the lock, and that
+ * revision is the fencing token. See EtcdAcquisition for the queue.
+ */
+export class EtcdLockBackend implements LockBackend {
+  readonly kind = 'etcd';
+  readonly address: string;
+
+  private readonly client: Etcd3;
+  private readonly ownsClient: boolean;
+  private readonly etcd: EtcdLockClient;
+  private readonly acquisitions = new Map<EtcdAcquisition, Promise<unknown>>();
+  private readonly background = new Set<Promise<unknown>>();
+  private closing?: Promise<void>;
+
+  constructor(options: EtcdLockBackendOptions) {
+    if (options.client) {
+      this.client = options.client;
+      this.ownsClient = false;
+      assertRootNamespace(this.client);
+      this.address = describeHosts((this.client as unknown as { options?: IOptions }).options?.hosts);
+    } else {
+      const { Etcd3: Client } = loadOptionalPackage<typeof import('etcd3')>('etcd3', 'etcd');
+      this.client = new Client(options);
+      this.ownsClient = true;
+      this.address = describeHosts(options.hosts);
+    }
+    this.etcd = new EtcdLockClient(this.client, this.address);
+  }
+
+  tryAcquire(request: AcquireRequest): Promise<LockGrant | null> {
+    if (this.closing) return Promise.reject(this.closedError('tryAcquire'));
+    const attempt = this.newAcquisition(request, 'tryAcquire');
+    return this.follow(attempt, attempt.tryAcquire());
+  }
+
+  acquire(request: AcquireRequest, signal: AbortSignal): Promise<LockGrant> {
+    if (this.closing) return Promise.reject(this.closedError('acquire'));
+    const attempt = this.newAcquisition(request, 'acquire', signal);
+    return this.follow(attempt, attempt.acquire());
+  }
+
+  async extend(lock: HeldLock, ttl: number): Promise<number | null> {
+    if (this.closing) throw this.closedError('extend');
+    const state = asEtcdLockState(lock.state);
+    try {
+      const seconds = leaseSecondsFor(ttl);
+      if (seconds === state.requestedTtlSeconds || seconds === state.leaseTtlSeconds) {
+        return await this.renewLease(state, ttl);
+      }
+      return await this.moveToNewLease(lock, state, ttl, seconds);
+    } catch (error) {
+      throw toEtcdBackendError(this.address, 'extend', error);
+    }
+  }
+
+  async release(lock: HeldLock): Promise<boolean> {
+    if (this.closing) throw this.closedError('release');
+    const state = asEtcdLockState(lock.state);
+    try {
+      const { deleted, absent } = await this.etcd.release(state.keyPath, state.createRevision);
+      // A key with our name but another revision is not ours to touch, and neither is its lease.
+      // A failed revoke only leaves an empty lease to expire on its own, so it does not fail the release.
+      if (absent) {
+        await this.etcd.revoke(state.leaseId, { deadline: Date.now() + CLEANUP_DEADLINE_MS }).catch(() => undefined);
+      }
+      return deleted;
+    } catch (error) {
+      throw toEtcdBackendError(this.address, 'release', error);
+    }
+  }
+
+  async isLocked(namespace: string, key: string): Promise<boolean> {
+    if (this.closing) throw this.closedError('isLocked');
+    try {
+      return await this.etcd.anyContender(lockPrefix(namespace, key));
+    } catch (error) {
+      throw toEtcdBackendError(this.address, 'isLocked', error);
+    }
+  }
+
+  /**
+   * Rejects pending waiters, revokes their leases, cancels their watches, then closes the client if we
+   * created it. Locks already granted are the core's to release before this. Idempotent.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.shutDown();
+    return this.closing;
+  }
+
+  private async shutDown(): Promise<void> {
+    for (const attempt of this.acquisitions.keys()) attempt.cancel(this.closedError('acquire'));
+    await settledWithin(Promise.allSettled([...this.acquisitions.values()]), CLOSE_GRACE_MS);
+    await settledWithin(Promise.allSettled([...this.background]), CLOSE_GRACE_MS);
+    if (this.ownsClient) this.client.close();
+  }
+
+  /** Same ttl in seconds: one keepalive, and in parallel a check that our key still lives on that lease. */
+  private async renewLease(state: EtcdLockState, ttl: number): Promise<number | null> {
+    const startedAt = monotonicNow();
+    const [leaseTtl, ours] = await Promise.all([
+      this.etcd.keepAlive(state.leaseId, state.leaseTtlSeconds * 1000),
+      this.etcd.stillOurs(state.keyPath, state.createRevision, state.leaseId),
+    ]);
+    if (leaseTtl <= 0 || !ours) return null;
+    state.leaseTtlSeconds = leaseTtl;
+    return validUntil(startedAt, ttl, leaseTtl);
+  }
+
+  /** Another ttl: a lease's TTL is fixed, so grant a new one and move our key onto it (same create revision). */
+  private async moveToNewLease(lock: HeldLock, state: EtcdLockState, ttl: number, seconds: number): Promise<number | null> {
+    const startedAt = monotonicNow();
+    const lease = await this.etcd.grant(seconds);
+    // If the txn fails on the wire we cannot know whether our key moved; the new lease then just expires.
+    const moved = await this.etcd.rebind(state.keyPath, state.createRevision, lock.token, lease.id);
+    if (!moved) {
+      this.runInBackground(this.etcd.revoke(lease.id, { deadline: Date.now() + CLEANUP_DEADLINE_MS }));
+      return null;
+    }
+    const oldLeaseId = state.leaseId;
+    state.leaseId = lease.id;
+    state.leaseTtlSeconds = lease.ttlSeconds;
+    state.requestedTtlSeconds = seconds;
+    // No key lives on the old lease any more; if this revoke fails it simply expires.
+    this.runInBackground(this.etcd.revoke(oldLeaseId, { deadline: Date.now() + CLEANUP_DEADLINE_MS }));
+    return validUntil(startedAt, ttl, lease.ttlSeconds);
+  }
+
+  private newAcquisition(request: AcquireRequest, operation: 'acquire' | 'tryAcquire', signal?: AbortSignal): EtcdAcquisition {
+    return new EtcdAcquisition(this.etcd, request, operation, (work) => this.runInBackground(work), signal);
+  }
+
+  /** Tracks an acquisition until it settles, so close() can cancel it and wait for its clean-up. */
+  private follow<T>(attempt: EtcdAcquisition, result: Promise<T>): Promise<T> {
+    const settled = result.then(
+      () => this.acquisitions.delete(attempt),
+      () => this.acquisitions.delete(attempt),
+    );
+    this.acquisitions.set(attempt, settled);
+    return result;
+  }
+
+  private runInBackground(work: Promise<unknown>): void {
+    const tracked = work.catch(() => undefined).finally(() => this.background.delete(tracked));
+    this.background.add(tracked);
+  }
+
+  private closedError(operation: string): LockBackendError {
+    return new LockBackendError('etcd', this.address, operation, 'the backend is closed (close() was called)');
+  }
+}
+
+/**
+ * The raw KV/lease/watch calls we make bypass etcd3's namespace prefixing, so a namespaced client would
+ * mix prefixed and unprefixed keys. Namespacing is LockService's `keyPrefix`.
+ */
+function assertRootNamespace(client: Etcd3): void {
+  const prefix = (client as unknown as { prefix?: Buffer }).prefix;
+  if (prefix && prefix.length > 0) {
+    throw new TypeError(
+      'EtcdLockBackend needs the root Etcd3 client, not client.namespace(...). Use LockService keyPrefix to namespace locks.',
+    );
+  }
+}
+
+/** `hosts` joined with commas, without any `user:password@`. */
+function describeHosts(hosts: string | string[] | undefined): string {
+  const list = hosts === undefined ? ['127.0.0.1:2379'] : Array.isArray(hosts) ? hosts : [hosts];
+  return list.map((host) => host.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^/@]*@/i, '$1')).join(',');
+}
+
+function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    timer.unref();
+    void work.finally(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}

@@ -1,0 +1,82 @@
+import { raceAbort, timeoutSignal } from '../shared/abort';
+import { closeConnection, type RedisConnection } from './redis-client';
+
+/** close() does not wait longer than this for UNSUBSCRIBE before quitting anyway. */
+const UNSUBSCRIBE_TIMEOUT_MS = 1_000;
+
+export interface ChannelSubscription {
+  /** Resolves once the server confirmed the channel: from then on no release message can be missed. */
+  readonly ready: Promise<void>;
+  /** Idempotent. The last subscription of a channel unsubscribes it on the server. */
+  unsubscribe(): void;
+}
+
+interface ChannelEntry {
+  readonly listeners: Set<() => void>;
+  readonly ready: Promise<void>;
+}
+
+/**
+ * One subscriber connection shared by every waiter of a backend, with reference-counted channels:
+ * SUBSCRIBE when a channel gets its first waiter, UNSUBSCRIBE when its last waiter leaves. One
+ * connection or subscription per waiter is what exhausted Redisson users' connection pools.
+ */
+export class ChannelSubscriber {
+  private readonly channels = new Map<string, ChannelEntry>();
+  private closed = false;
+
+  constructor(private readonly connection: RedisConnection) {
+    connection.on('message', (channel: string) => {
+      this.channels.get(channel)?.listeners.forEach((listener) => listener());
+    });
+  }
+
+  /** The connection gave up for good (or was closed): a new subscriber is needed for new waiters. */
+  get isUsable(): boolean {
+    return !this.closed && this.connection.status !== 'end';
+  }
+
+  subscribe(channel: string, onMessage: () => void): ChannelSubscription {
+    let entry = this.channels.get(channel);
+    if (!entry) {
+      const created: ChannelEntry = {
+        listeners: new Set(),
+        ready: this.connection.subscribe(channel).then(() => undefined),
+      };
+      // A failed SUBSCRIBE must not stick: the next waiter of this channel tries again.
+      created.ready.catch(() => {
+        if (this.channels.get(channel) === created) this.channels.delete(channel);
+      });
+      this.channels.set(channel, created);
+      entry = created;
+    }
+    const subscribed = entry;
+    // A fresh function per subscription, so the same callback subscribed twice counts twice.
+    const listener = () => onMessage();
+    subscribed.listeners.add(listener);
+    return {
+      ready: subscribed.ready,
+      unsubscribe: () => {
+        if (!subscribed.listeners.delete(listener) || subscribed.listeners.size > 0) return;
+        if (this.channels.get(channel) !== subscribed) return;
+        this.channels.delete(channel);
+        // Sent after the SUBSCRIBE on the same connection, so the server sees them in order.
+        if (!this.closed) this.connection.unsubscribe(channel).catch(() => undefined);
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const subscribed = [...this.channels.keys()];
+    this.channels.clear();
+    // QUIT would drop them too; unsubscribing first keeps PUBSUB counts right even if QUIT is slow.
+    if (subscribed.length > 0 && this.connection.status === 'ready') {
+      const deadline = timeoutSignal(UNSUBSCRIBE_TIMEOUT_MS, () => undefined);
+      await raceAbort(this.connection.unsubscribe(...subscribed), deadline.signal, () => undefined).catch(() => undefined);
+      deadline.dispose();
+    }
+    await closeConnection(this.connection);
+  }
+}

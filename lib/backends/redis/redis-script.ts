@@ -1,0 +1,36 @@
+import { createHash } from 'node:crypto';
+
+/** The two commands a script needs. ioredis' Redis (and Cluster) provide both. */
+export interface ScriptRunner {
+  evalsha(sha1: string, numkeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
+  eval(script: string, numkeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
+}
+
+/**
+ * A Lua script run with EVALSHA, falling back to EVAL once when the server does not know it (NOSCRIPT:
+ * after a restart, a failover or SCRIPT FLUSH). EVAL also loads it into the script cache, so the next call
+ * is an EVALSHA again. We do not use ioredis' defineCommand: it would add methods to the app's client.
+ */
+export class RedisScript {
+  readonly sha1: string;
+
+  constructor(
+    readonly name: string,
+    readonly source: string,
+  ) {
+    this.sha1 = createHash('sha1').update(source, 'utf8').digest('hex');
+  }
+
+  async run(client: ScriptRunner, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    try {
+      return await client.evalsha(this.sha1, keys.length, ...keys, ...args);
+    } catch (error) {
+      if (!isNoScriptError(error)) throw error;
+      return client.eval(this.source, keys.length, ...keys, ...args);
+    }
+  }
+}
+
+function isNoScriptError(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}

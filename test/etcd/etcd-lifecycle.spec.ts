@@ -1,0 +1,196 @@
+import { Etcd3 } from 'etcd3';
+import type { LockGrant } from '../../lib/backends/lock-backend.interface';
+import { EtcdLockBackend } from '../../lib/backends/etcd/etcd-lock.backend';
+import { LockBackendError } from '../../lib/errors';
+import { startLocalEtcd, type LocalEtcdServer } from './local-etcd-server';
+import { contenders, eventually, held, lockRequest, NAMESPACE, queued, stateOf, track } from './etcd-spec-helpers';
+
+describe('EtcdLockBackend extend, release and close', () => {
+  let server: LocalEtcdServer;
+  let client: Etcd3;
+  let admin: Etcd3;
+  let backend: EtcdLockBackend;
+
+  beforeAll(async () => {
+    server = await startLocalEtcd();
+    client = new Etcd3({ hosts: server.endpoint });
+    admin = new Etcd3({ hosts: server.endpoint });
+    backend = new EtcdLockBackend({ client });
+  });
+
+  afterAll(async () => {
+    await backend?.close();
+    client?.close();
+    admin?.close();
+    await server?.stop();
+  });
+
+  const never = () => new AbortController().signal;
+  const leaseExists = async (id: string) => Number((await admin.leaseClient.leaseTimeToLive({ ID: id })).TTL) > 0;
+
+  describe('extend', () => {
+    it('with the same ttl keeps the lease alive and the create revision', async () => {
+      const request = lockRequest('extend-same', 4_000);
+      const grant = (await backend.tryAcquire(request))!;
+      const before = performance.now();
+      const validUntil = await backend.extend(held(request, grant), 4_000);
+      expect(validUntil).toBeGreaterThan(before + 3_000);
+      expect(validUntil).toBeLessThanOrEqual(performance.now() + 4_000);
+      const [kv] = await contenders(admin, 'extend-same');
+      expect(kv.create_revision).toBe(stateOf(grant).createRevision);
+      expect(kv.lease).toBe(stateOf(grant).leaseId);
+      await backend.release(held(request, grant));
+    });
+
+    it('with another ttl moves the key to a new lease, keeping the create revision, and revokes the old one', async () => {
+      const request = lockRequest('extend-other', 2_000);
+      const grant = (await backend.tryAcquire(request))!;
+      const state = stateOf(grant);
+      const oldLease = state.leaseId;
+      const before = performance.now();
+      const validUntil = await backend.extend(held(request, grant), 7_000);
+      expect(validUntil).toBeGreaterThan(before + 6_000);
+      expect(state.leaseId).not.toBe(oldLease);
+      expect(state.requestedTtlSeconds).toBe(7);
+      expect(state.leaseTtlSeconds).toBeGreaterThanOrEqual(7);
+      const [kv] = await contenders(admin, 'extend-other');
+      expect(kv.create_revision).toBe(state.createRevision);
+      expect(kv.lease).toBe(state.leaseId);
+      expect(kv.value.toString()).toBe(request.token);
+      await eventually(async () => !(await leaseExists(oldLease)), 'the old lease is revoked');
+      // The next renewal with the new ttl is a plain keepalive again.
+      expect(await backend.extend(held(request, grant), 7_000)).toEqual(expect.any(Number));
+      expect(stateOf(grant).leaseId).toBe(kv.lease);
+      expect(await backend.release(held(request, grant))).toBe(true);
+    });
+
+    it('resolves null once the lease is gone or the key was deleted', async () => {
+      const request = lockRequest('extend-lost');
+      const grant = (await backend.tryAcquire(request))!;
+      await admin.leaseClient.leaseRevoke({ ID: stateOf(grant).leaseId });
+      expect(await backend.extend(held(request, grant), 5_000)).toBeNull();
+      expect(await backend.extend(held(request, grant), 9_000)).toBeNull();
+
+      const other = lockRequest('extend-deleted');
+      const otherGrant = (await backend.tryAcquire(other))!;
+      await admin.delete().key(stateOf(otherGrant).keyPath);
+      expect(await backend.extend(held(other, otherGrant), 5_000)).toBeNull();
+      expect(await backend.release(held(other, otherGrant))).toBe(false);
+      expect(await leaseExists(stateOf(otherGrant).leaseId)).toBe(false);
+    });
+  });
+
+  describe('release', () => {
+    it('deletes the key, revokes the lease and wakes the next waiter', async () => {
+      const request = lockRequest('release');
+      const grant = (await backend.tryAcquire(request))!;
+      const next = lockRequest('release');
+      const waiting = backend.acquire(next, never());
+      await queued(admin, 'release', 2);
+      expect(await backend.release(held(request, grant))).toBe(true);
+      expect(await leaseExists(stateOf(grant).leaseId)).toBe(false);
+      const nextGrant = await waiting;
+      // Retried release: our revision is gone, the next holder's key is untouched.
+      expect(await backend.release(held(request, grant))).toBe(false);
+      expect(await backend.isLocked(NAMESPACE, 'release')).toBe(true);
+      await backend.release(held(next, nextGrant));
+    });
+
+    it('with a wrong create revision is a no-op that touches neither the key nor its lease', async () => {
+      const request = lockRequest('wrong-revision');
+      const grant = (await backend.tryAcquire(request))!;
+      const state = stateOf(grant);
+      const forged: LockGrant = { ...grant, state: { ...state, createRevision: String(BigInt(state.createRevision) - 1n) } };
+      expect(await backend.release(held(request, forged))).toBe(false);
+      expect(await contenders(admin, 'wrong-revision')).toHaveLength(1);
+      expect(await leaseExists(state.leaseId)).toBe(true);
+      expect(await backend.release(held(request, grant))).toBe(true);
+    });
+  });
+
+  describe('close', () => {
+    it('rejects pending waiters with a LockBackendError, revokes their leases, and is idempotent', async () => {
+      const own = new EtcdLockBackend({ hosts: server.endpoint });
+      const holder = lockRequest('closing');
+      const first = (await backend.tryAcquire(holder))!;
+      const waiting = track(own.acquire(lockRequest('closing'), never()));
+      await queued(admin, 'closing', 2);
+      const waiterLease = (await contenders(admin, 'closing'))[1].lease;
+
+      await Promise.all([own.close(), own.close()]);
+      await expect(waiting.promise).rejects.toBeInstanceOf(LockBackendError);
+      expect(await contenders(admin, 'closing')).toHaveLength(1);
+      expect(await leaseExists(waiterLease)).toBe(false);
+      await own.close();
+      await expect(own.acquire(lockRequest('closing'), never())).rejects.toBeInstanceOf(LockBackendError);
+      await expect(own.isLocked(NAMESPACE, 'closing')).rejects.toThrow(/closed/);
+      await backend.release(held(holder, first));
+    });
+
+    it('never closes a client the application passed in', async () => {
+      const borrowed = new Etcd3({ hosts: server.endpoint });
+      const lent = new EtcdLockBackend({ client: borrowed });
+      const request = lockRequest('borrowed');
+      const grant = (await lent.tryAcquire(request))!;
+      await lent.release(held(request, grant));
+      await lent.close();
+      await borrowed.put('still/usable').value('yes');
+      expect(await borrowed.get('still/usable').string()).toBe('yes');
+      borrowed.close();
+    });
+  });
+
+  describe('construction', () => {
+    it('is kind "etcd" and names its hosts without credentials', async () => {
+      const own = new EtcdLockBackend({ hosts: ['http://user:secret@127.0.0.1:1', '127.0.0.1:2'] });
+      expect(own.kind).toBe('etcd');
+      expect(own.address).toBe('http://127.0.0.1:1,127.0.0.1:2');
+      await own.close();
+      expect(backend.address).toBe(server.endpoint);
+    });
+
+    it('refuses a namespaced client, whose raw calls would bypass its prefix', () => {
+      expect(() => new EtcdLockBackend({ client: client.namespace('app/') as unknown as Etcd3 })).toThrow(/root Etcd3 client/);
+    });
+  });
+
+  describe('when etcd does not answer', () => {
+    it('rejects an acquire whose deadline passes during a server call with a LockBackendError, and cleans up after', async () => {
+      const own = new EtcdLockBackend({ hosts: server.endpoint });
+      // Warm the connection so the request below really waits on the paused server.
+      expect(await own.isLocked(NAMESPACE, 'paused')).toBe(false);
+      server.pause();
+      try {
+        const deadline = new AbortController();
+        const waiting = own.acquire(lockRequest('paused'), deadline.signal);
+        setTimeout(() => deadline.abort(new Error('waitTimeout')), 300).unref();
+        await expect(waiting).rejects.toBeInstanceOf(LockBackendError);
+      } finally {
+        server.resume();
+      }
+      // The grant and put landed after we gave up; the abandoned lease is revoked once etcd answers.
+      await eventually(async () => (await contenders(admin, 'paused')).length === 0, 'nothing is left under the lock');
+      await own.close();
+    });
+
+    it('keeps its place in the queue across an etcd restart', async () => {
+      const holder = lockRequest('restart', 20_000);
+      const first = (await backend.tryAcquire(holder))!;
+      const request = lockRequest('restart', 20_000);
+      const waiting = track(backend.acquire(request, never()));
+      await queued(admin, 'restart', 2);
+      const [, queuedKey] = await contenders(admin, 'restart');
+
+      await server.restart();
+      // The first calls after a restart may fail while etcd3 reconnects; the test retries, like the core.
+      await eventually(
+        () => backend.release(held(holder, first)).then(() => true, () => false),
+        'the holder released after the restart',
+        30_000,
+      );
+      const grant = await waiting.promise;
+      expect(stateOf(grant).keyPath).toBe(queuedKey.key.toString());
+      await backend.release(held(request, grant));
+    });
+  });
+});

@@ -1,0 +1,64 @@
+import Redis from 'ioredis';
+import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
+import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
+import { startLocalRedis, type LocalRedisServer } from './local-redis-server';
+import { held, lockRequest, NAMESPACE } from './redis-spec-helpers';
+
+describe('Redis fencing tokens', () => {
+  let server: LocalRedisServer;
+  let client: Redis;
+  let backend: RedisLockBackend;
+
+  beforeAll(async () => {
+    server = await startLocalRedis();
+    client = new Redis(server.url);
+    client.on('error', () => undefined); // the restart test drops the connection on purpose
+    backend = new RedisLockBackend({ client });
+  });
+
+  afterAll(async () => {
+    await backend?.close();
+    await client?.quit();
+    await server?.stop();
+  });
+
+  async function takeAndRelease(key: string): Promise<bigint> {
+    const request = lockRequest(key);
+    const grant = await backend.tryAcquire(request);
+    expect(grant).not.toBeNull();
+    expect(await backend.release(held(request, grant!))).toBe(true);
+    return grant!.fencingToken;
+  }
+
+  it('strictly increase per key, across holders', async () => {
+    const tokens: bigint[] = [];
+    for (let i = 0; i < 30; i++) tokens.push(await takeAndRelease('increasing'));
+    for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
+  });
+
+  it('start at the server clock in microseconds and are kept in a counter without expiry', async () => {
+    const [seconds, micros] = await client.time();
+    const before = BigInt(seconds) * 1_000_000n + BigInt(micros);
+    const token = await takeAndRelease('clocked');
+    expect(token).toBeGreaterThanOrEqual(before);
+    const fence = redisLockKeys(NAMESPACE, 'clocked').fence;
+    expect(await client.get(fence)).toBe(token.toString());
+    expect(await client.pttl(fence)).toBe(-1);
+  });
+
+  it('keep increasing after FLUSHALL wiped the counter (a restart without persistence)', async () => {
+    let last = 0n;
+    for (let i = 0; i < 5; i++) last = await takeAndRelease('flushed');
+    await client.flushall();
+    const after = await takeAndRelease('flushed');
+    expect(after).toBeGreaterThan(last);
+  });
+
+  it('keep increasing after a real server restart without persistence', async () => {
+    const before = await takeAndRelease('restarted');
+    await server.restart();
+    expect(await client.dbsize()).toBe(0); // ioredis reconnected to an empty server
+    const after = await takeAndRelease('restarted');
+    expect(after).toBeGreaterThan(before);
+  });
+});

@@ -1,0 +1,49 @@
+import Redis from 'ioredis';
+import { LockBackendError } from '../../lib/errors/lock-backend.error';
+import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
+import { unusedPort } from './local-redis-server';
+import { deadline, lockRequest, NAMESPACE } from './redis-spec-helpers';
+
+describe('Redis server unreachable', () => {
+  let port: number;
+
+  beforeAll(async () => {
+    port = await unusedPort();
+  });
+
+  it('fails a waiting acquire with a LockBackendError naming the address when the deadline passes', async () => {
+    const backend = new RedisLockBackend({ url: `redis://127.0.0.1:${port}` });
+    const wait = deadline(300);
+    const startedAt = performance.now();
+    const error = await backend.acquire(lockRequest('down'), wait.signal).catch((caught: unknown) => caught);
+    expect(performance.now() - startedAt).toBeLessThan(3_000);
+    expect(error).toBeInstanceOf(LockBackendError);
+    expect((error as LockBackendError).address).toBe(`127.0.0.1:${port}`);
+    expect((error as Error).message).toContain(`127.0.0.1:${port}`);
+    expect((error as Error).message).toMatch(/ECONNREFUSED|connect/);
+    const closedAt = performance.now();
+    await backend.close();
+    expect(performance.now() - closedAt).toBeLessThan(3_000);
+  });
+
+  it('rejects tryAcquire, extend, release and isLocked with LockBackendErrors when the client gives up', async () => {
+    const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0 });
+    client.on('error', () => undefined);
+    const backend = new RedisLockBackend({ client });
+    const request = lockRequest('down');
+    const lock = { ...request, fencingToken: 1n };
+    const operations: [string, Promise<unknown>][] = [
+      ['tryAcquire', backend.tryAcquire(request)],
+      ['extend', backend.extend(lock, 1_000)],
+      ['release', backend.release(lock)],
+      ['isLocked', backend.isLocked(NAMESPACE, 'down')],
+    ];
+    for (const [operation, outcome] of operations) {
+      const error = await outcome.catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(LockBackendError);
+      expect(error).toMatchObject({ backend: 'redis', address: `127.0.0.1:${port}`, operation });
+    }
+    await backend.close();
+    client.disconnect();
+  });
+});
