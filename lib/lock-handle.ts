@@ -5,6 +5,8 @@ import type { LockRenewal } from './lock-renewal';
 import { monotonicNow, toEpochMs } from './utils/clock';
 import { checkTtl } from './utils/validate';
 import { withDeadline } from './utils/deadline';
+import { ExtendBatcher } from './watchdog/extend-batcher';
+import { RenewalScheduler } from './watchdog/renewal-scheduler';
 import { Watchdog } from './watchdog/watchdog';
 
 export type LockState = 'held' | 'released' | 'lost';
@@ -43,6 +45,7 @@ export class LockHandle implements AsyncDisposable {
   private readonly abortController = new AbortController();
   private readonly renewalSubject = new Subject<LockRenewal>();
   private readonly watchdog: Watchdog;
+  private readonly extender: ExtendBatcher;
   private readonly operationTimeout: number;
   private readonly onEnd: (handle: LockHandle) => void;
   private currentState: LockState = 'held';
@@ -72,9 +75,11 @@ export class LockHandle implements AsyncDisposable {
       if (this.currentState === 'released') return subscriber.complete();
       return this.renewalSubject.subscribe(subscriber);
     });
+    this.extender = ExtendBatcher.for(init.backend);
     this.watchdog = new Watchdog(
       { renew: () => this.renew(this.ttl), remaining: () => this.validUntil - monotonicNow() },
       init.renewInterval,
+      RenewalScheduler.for(init.backend),
     );
     this.watchdog.start();
     this.stopObserving = init.backend.observe?.(init.lock, (event) => this.onBackendEvent(event));
@@ -172,7 +177,7 @@ export class LockHandle implements AsyncDisposable {
     }
     let validUntil: number | null;
     try {
-      validUntil = await withDeadline(this.backend.extend(this.lock, ttl), remaining, () =>
+      validUntil = await withDeadline(this.extender.extend(this.lock, ttl), remaining, () =>
         this.backendError('extend', `no reply within the ${Math.round(remaining)} ms of validity left`),
       );
     } catch (error) {

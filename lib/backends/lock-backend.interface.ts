@@ -34,6 +34,13 @@ export interface LockBackend {
    */
   extend(lock: HeldLock, ttl: number): Promise<number | null>;
 
+  /**
+   * Optional batch form of `extend`, used when many held locks renew in the same tick: one pipeline or
+   * request instead of one per lock. Results are in input order: the new `validUntil`, `null` when that lock
+   * is no longer ours, or an Error for that item alone.
+   */
+  extendMany?(items: readonly { lock: HeldLock; ttl: number }[]): Promise<readonly (number | null | Error)[]>;
+
   /** Deletes the lock if the owner token still holds it, and wakes the next waiter. Resolves whether it deleted. */
   release(lock: HeldLock): Promise<boolean>;
 

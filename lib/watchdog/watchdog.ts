@@ -1,3 +1,5 @@
+import { RenewalScheduler, ScheduledRenewal } from './renewal-scheduler';
+
 /** What the watchdog keeps alive: one renewal attempt at a time, and how much validity is left. */
 export interface Renewable {
   /** One renewal. 'retry' = a transient failure while validity remains. */
@@ -7,17 +9,18 @@ export interface Renewable {
 }
 
 /**
- * Renews a lock every `interval` ms until stopped. Renewals never overlap: the next one is scheduled only
- * after the previous settled. Timers are unref'd so a held lock never keeps the process alive by itself.
+ * Renews one lock every `interval` ms until stopped. Renewals never overlap: the next one is scheduled only
+ * after the previous settled. The timing itself lives in the backend's shared RenewalScheduler (one unref'd
+ * timer for all held locks), so ten thousand held locks do not mean ten thousand timers.
  */
-export class Watchdog {
-  private timer: NodeJS.Timeout | undefined;
+export class Watchdog implements ScheduledRenewal {
   private inFlight: Promise<unknown> | undefined;
   private stopped = false;
 
   constructor(
     private readonly target: Renewable,
     private interval: number,
+    private readonly scheduler: RenewalScheduler,
   ) {}
 
   start(): void {
@@ -27,41 +30,36 @@ export class Watchdog {
   /** Used when a manual extend changed the ttl, so the period follows it. */
   setInterval(interval: number): void {
     this.interval = interval;
-    if (this.timer && !this.stopped) {
-      clearTimeout(this.timer);
-      this.schedule(interval);
-    }
+    if (!this.stopped && !this.inFlight) this.schedule(interval);
   }
 
   /** Stops scheduling and waits for a renewal in flight, so release never races a renewal. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
+    this.scheduler.cancel(this);
     await this.inFlight?.catch(() => undefined);
   }
 
-  private schedule(delay: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => this.tick(), delay);
-    this.timer.unref();
+  /** Called by the scheduler when this lock's renewal is due. */
+  fire(): void {
+    if (this.stopped || this.inFlight) return;
+    this.inFlight = this.runOnce().finally(() => (this.inFlight = undefined));
   }
 
-  private async tick(): Promise<void> {
-    this.timer = undefined;
-    if (this.stopped) return;
-    const attempt = this.target.renew();
-    this.inFlight = attempt;
+  private async runOnce(): Promise<void> {
     let outcome: 'renewed' | 'retry' | 'lost';
     try {
-      outcome = await attempt;
+      outcome = await this.target.renew();
     } catch {
       outcome = 'retry';
-    } finally {
-      this.inFlight = undefined;
     }
+    if (this.stopped) return;
     if (outcome === 'renewed') this.schedule(this.interval);
     // Retry sooner than the normal period, but in proportion to what is left so a short outage is ridden out.
     else if (outcome === 'retry') this.schedule(Math.min(this.interval, Math.max(25, this.target.remaining() / 4)));
+  }
+
+  private schedule(delay: number): void {
+    if (!this.stopped) this.scheduler.schedule(this, delay, this.interval);
   }
 }

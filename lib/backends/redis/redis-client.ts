@@ -12,8 +12,15 @@ export interface RedisLockClient extends ScriptRunner {
   /** ioredis connection status, shown in error messages when the server does not answer. */
   readonly status?: string;
   exists(...keys: string[]): Promise<number>;
+  /** Batches many script calls into one round trip (renewals of many held locks). */
+  pipeline?(): RedisPipeline;
   /** Used once per backend, lazily, for the shared subscriber connection. */
   duplicate(override?: Partial<RedisOptions>): RedisConnection;
+}
+
+export interface RedisPipeline {
+  evalsha(sha1: string, numkeys: number, ...keysAndArgs: (string | number)[]): unknown;
+  exec(): Promise<[Error | null, unknown][] | null>;
 }
 
 /** A connection the backend created itself and therefore closes. */

@@ -14,6 +14,7 @@ import {
   type RedisLockClient,
 } from './redis-client';
 import { redisLockKeys } from './redis-keys';
+import { isNoScriptError } from './redis-script';
 import { RELEASE_SCRIPT } from './release.lua';
 import { validityEnd } from './validity';
 import { Wakeup } from './wakeup';
@@ -141,6 +142,33 @@ export class RedisLockBackend implements LockBackend {
     const startedAt = performance.now();
     const reply = await this.call('extend', EXTEND_SCRIPT.run(this.client, [keys.lock], [lock.token, ttl]));
     return reply === 1 ? validityEnd(startedAt, ttl) : null;
+  }
+
+  /**
+   * Renews many held locks in one pipeline (one round trip, one write). A NOSCRIPT reply (after a restart)
+   * costs that item one EVAL, which also reloads the script for the next batch.
+   */
+  async extendMany(items: readonly { lock: HeldLock; ttl: number }[]): Promise<(number | null | Error)[]> {
+    this.assertOpen('extend');
+    if (!this.client.pipeline) return Promise.all(items.map(({ lock, ttl }) => this.extend(lock, ttl).catch((e: Error) => e)));
+    const pipeline = this.client.pipeline();
+    const keys = items.map(({ lock }) => redisLockKeys(lock.namespace, lock.key).lock);
+    items.forEach(({ lock, ttl }, index) => pipeline.evalsha(EXTEND_SCRIPT.sha1, 1, keys[index], lock.token, ttl));
+    const startedAt = performance.now();
+    const replies = await this.call('extend', pipeline.exec());
+    if (!replies) throw this.error('extend', 'the renewal pipeline was discarded');
+    return Promise.all(
+      replies.map(async ([error, reply], index) => {
+        const { lock, ttl } = items[index];
+        try {
+          if (error && !isNoScriptError(error)) throw error;
+          const result = error ? await EXTEND_SCRIPT.run(this.client, [keys[index]], [lock.token, ttl]) : reply;
+          return result === 1 ? validityEnd(startedAt, ttl) : null;
+        } catch (failure) {
+          return this.toBackendError('extend', failure);
+        }
+      }),
+    );
   }
 
   async release(lock: HeldLock): Promise<boolean> {

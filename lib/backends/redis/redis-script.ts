@@ -31,6 +31,6 @@ export class RedisScript {
   }
 }
 
-function isNoScriptError(error: unknown): boolean {
+export function isNoScriptError(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
 }

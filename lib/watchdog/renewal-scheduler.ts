@@ -1,0 +1,81 @@
+import type { LockBackend } from '../backends/lock-backend.interface';
+import { monotonicNow } from '../utils/clock';
+
+/** Something the scheduler runs when its renewal is due. */
+export interface ScheduledRenewal {
+  fire(): void;
+}
+
+interface Slot {
+  dueAt: number;
+  /** How early it may fire, so renewals due close together leave in one batch. */
+  slack: number;
+}
+
+/** A renewal may run this share of its period early; 10 % of ttl/3 still leaves ample validity. */
+const EARLY_SHARE = 0.1;
+const MAX_EARLY_MS = 1_000;
+const schedulers = new WeakMap<LockBackend, RenewalScheduler>();
+
+/**
+ * One timer for every watchdog on a backend, however many locks are held. On each tick it fires every
+ * renewal that is due, plus those due within their slack, so their extend calls reach the backend together
+ * and can go out as one batch (see ExtendBatcher). The timer is unref'd.
+ */
+export class RenewalScheduler {
+  private readonly slots = new Map<ScheduledRenewal, Slot>();
+  private timer: NodeJS.Timeout | undefined;
+  private timerDueAt = Infinity;
+
+  static for(backend: LockBackend): RenewalScheduler {
+    let scheduler = schedulers.get(backend);
+    if (!scheduler) {
+      scheduler = new RenewalScheduler();
+      schedulers.set(backend, scheduler);
+    }
+    return scheduler;
+  }
+
+  get size(): number {
+    return this.slots.size;
+  }
+
+  schedule(renewal: ScheduledRenewal, delay: number, period: number): void {
+    const dueAt = monotonicNow() + Math.max(0, delay);
+    this.slots.set(renewal, { dueAt, slack: Math.min(period * EARLY_SHARE, MAX_EARLY_MS) });
+    if (dueAt < this.timerDueAt) this.arm(dueAt);
+  }
+
+  cancel(renewal: ScheduledRenewal): void {
+    this.slots.delete(renewal);
+    if (this.slots.size === 0) this.disarm();
+  }
+
+  private arm(dueAt: number): void {
+    this.disarm();
+    this.timerDueAt = dueAt;
+    this.timer = setTimeout(() => this.tick(), Math.max(0, dueAt - monotonicNow()));
+    this.timer.unref();
+  }
+
+  private disarm(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerDueAt = Infinity;
+  }
+
+  private tick(): void {
+    this.timer = undefined;
+    this.timerDueAt = Infinity;
+    const now = monotonicNow();
+    const due: ScheduledRenewal[] = [];
+    let next = Infinity;
+    for (const [renewal, slot] of this.slots) {
+      if (slot.dueAt - slot.slack <= now) due.push(renewal);
+      else if (slot.dueAt < next) next = slot.dueAt;
+    }
+    for (const renewal of due) this.slots.delete(renewal);
+    if (next < Infinity) this.arm(next);
+    for (const renewal of due) renewal.fire();
+  }
+}
