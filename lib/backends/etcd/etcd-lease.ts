@@ -48,6 +48,33 @@ export async function keepAliveOnce(leases: LeaseClient, leaseId: string, timeou
   });
 }
 
+/**
+ * Keepalives for many leases on one stream (the watchdog's batch). Resolves each lease's TTL after renewal,
+ * <= 0 for a lease that no longer exists. Rejects only when the stream fails before every answer arrived.
+ */
+export async function keepAliveMany(leases: LeaseClient, leaseIds: readonly string[], timeoutMs: number): Promise<Map<string, number>> {
+  const stream = await leases.leaseKeepAlive({ deadline: Date.now() + Math.max(1, timeoutMs) });
+  const answers = new Map<string, number>();
+  const expected = new Set(leaseIds);
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const finish = (error?: unknown) => {
+      if (settled) return;
+      settled = true;
+      stream.end();
+      if (error) reject(error);
+      else resolve(answers);
+    };
+    stream.on('data', (response) => {
+      answers.set(String(response.ID), Number(response.TTL));
+      if (answers.size >= expected.size) finish();
+    });
+    stream.on('error', (error) => finish(error));
+    stream.on('end', () => finish(new Error('the lease keepalive stream ended before every lease was answered')));
+    for (const id of expected) stream.write({ ID: id });
+  });
+}
+
 /** Revokes the lease, deleting every key on it. Resolves false when the lease was already gone. */
 export async function revokeLease(leases: LeaseClient, leaseId: string, options?: CallOptions): Promise<boolean> {
   try {

@@ -1,8 +1,17 @@
 import type { Etcd3 } from 'etcd3';
 import { LockBackendError, LockError } from '../../errors';
 import { DeletionWatch, watchDeletion } from './etcd-deletion-watch';
-import { CallOptions, GrantedLease, grantLease, keepAliveOnce, revokeLease } from './etcd-lease';
-import { anyContenderRange, enqueueTxn, inspectTxn, rebindTxn, releaseTxn, stillOursTxn } from './etcd-requests';
+import { CallOptions, GrantedLease, grantLease, keepAliveMany, keepAliveOnce, revokeLease } from './etcd-lease';
+import {
+  anyContenderRange,
+  enqueueTxn,
+  inspectTxn,
+  MAX_TXN_OPS,
+  readKeysTxn,
+  rebindTxn,
+  releaseTxn,
+  stillOursTxn,
+} from './etcd-requests';
 
 export interface Enqueued {
   readonly createRevision: bigint;
@@ -31,6 +40,23 @@ export class EtcdLockClient {
 
   keepAlive(leaseId: string, timeoutMs: number): Promise<number> {
     return keepAliveOnce(this.client.leaseClient, leaseId, timeoutMs);
+  }
+
+  keepAliveMany(leaseIds: readonly string[], timeoutMs: number): Promise<Map<string, number>> {
+    return keepAliveMany(this.client.leaseClient, leaseIds, timeoutMs);
+  }
+
+  /** For each key: its create revision and lease, or undefined when it is gone. One txn per 128 keys. */
+  async readKeys(keys: readonly string[]): Promise<({ createRevision: string; leaseId: string } | undefined)[]> {
+    const chunks: string[][] = [];
+    for (let i = 0; i < keys.length; i += MAX_TXN_OPS) chunks.push(keys.slice(i, i + MAX_TXN_OPS));
+    const responses = await Promise.all(chunks.map((chunk) => this.client.kv.txn(readKeysTxn(chunk))));
+    return responses.flatMap((response) =>
+      response.responses.map((op) => {
+        const kv = op.response_range?.kvs[0];
+        return kv ? { createRevision: String(kv.create_revision), leaseId: String(kv.lease) } : undefined;
+      }),
+    );
   }
 
   revoke(leaseId: string, options?: CallOptions): Promise<boolean> {

@@ -74,6 +74,49 @@ export class EtcdLockBackend implements LockBackend {
     }
   }
 
+  /**
+   * Renews many held locks at once: all keepalives on one stream and one txn (per 128 keys) that checks each
+   * key still has our create revision and lease. Locks whose ttl changed take the single path (a new lease).
+   */
+  async extendMany(items: readonly { lock: HeldLock; ttl: number }[]): Promise<(number | null | Error)[]> {
+    if (this.closing) throw this.closedError('extend');
+    const results: (number | null | Error)[] = new Array(items.length);
+    const batch: { index: number; state: EtcdLockState; ttl: number }[] = [];
+    const singles: Promise<void>[] = [];
+    items.forEach(({ lock, ttl }, index) => {
+      const state = asEtcdLockState(lock.state);
+      const seconds = leaseSecondsFor(ttl);
+      if (seconds === state.requestedTtlSeconds || seconds === state.leaseTtlSeconds) batch.push({ index, state, ttl });
+      else singles.push(this.extend(lock, ttl).then((r) => void (results[index] = r), (e: Error) => void (results[index] = e)));
+    });
+    if (batch.length > 0) {
+      const startedAt = monotonicNow();
+      try {
+        const longestLease = Math.max(...batch.map(({ state }) => state.leaseTtlSeconds));
+        const [leaseTtls, keys] = await Promise.all([
+          this.etcd.keepAliveMany(batch.map(({ state }) => state.leaseId), longestLease * 1000),
+          this.etcd.readKeys(batch.map(({ state }) => state.keyPath)),
+        ]);
+        batch.forEach(({ index, state, ttl }, position) => {
+          const leaseTtl = leaseTtls.get(state.leaseId) ?? 0;
+          const key = keys[position];
+          const ours = key !== undefined && key.createRevision === state.createRevision && key.leaseId === state.leaseId;
+          if (leaseTtl <= 0 || !ours) {
+            results[index] = null;
+            return;
+          }
+          state.leaseTtlSeconds = leaseTtl;
+          results[index] = validUntil(startedAt, ttl, leaseTtl);
+        });
+      } catch (error) {
+        const failure = toEtcdBackendError(this.address, 'extend', error) as Error;
+        for (const { index } of batch) results[index] = failure;
+      }
+    }
+    await Promise.all(singles);
+    return results;
+  }
+
   async release(lock: HeldLock): Promise<boolean> {
     if (this.closing) throw this.closedError('release');
     const state = asEtcdLockState(lock.state);

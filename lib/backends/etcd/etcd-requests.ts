@@ -101,3 +101,15 @@ export function releaseTxn(key: string, createRevision: string): ITxnRequest {
 export function anyContenderRange(prefix: string): IRangeRequest {
   return { ...prefixRange(prefix), count_only: true };
 }
+
+/** etcd's default --max-txn-ops: a txn may hold at most this many operations. */
+export const MAX_TXN_OPS = 128;
+
+/** Reads many keys in one revision (create revision and lease of each), for checking a batch of held locks. */
+export function readKeysTxn(keys: readonly string[]): ITxnRequest {
+  return {
+    compare: [],
+    success: keys.map((key) => ({ request_range: { key: bytes(key), keys_only: true } })),
+    failure: [],
+  };
+}
