@@ -1,6 +1,7 @@
 import { Observable, Subject } from 'rxjs';
 import type { BackendLockEvent, HeldLock, LockBackend } from './backends/lock-backend.interface';
 import { LockBackendError, LockError, LockLostError } from './errors';
+import type { LockMode } from './lock-options';
 import type { LockRenewal } from './lock-renewal';
 import { monotonicNow, toEpochMs } from './utils/clock';
 import { checkTtl } from './utils/validate';
@@ -35,6 +36,10 @@ export class LockHandle implements AsyncDisposable {
    * writes carrying a lower token than one it has seen: that closes the gap a paused holder leaves.
    */
   readonly fencingToken: bigint;
+  /** 'exclusive', 'read' or 'write'. */
+  readonly mode: LockMode;
+  /** The semaphore's size when this handle holds a permit; undefined for locks. */
+  readonly permits: number | undefined;
   /** Aborted, with the LockLostError as reason, when the lock is lost. Never aborted by a normal release. */
   readonly signal: AbortSignal;
   /** Emits after each renewal (and `at-risk` warnings); errors with LockLostError; completes on release. */
@@ -64,6 +69,8 @@ export class LockHandle implements AsyncDisposable {
     this.key = init.lock.key;
     this.token = init.lock.token;
     this.fencingToken = init.lock.fencingToken;
+    this.mode = init.lock.mode ?? 'exclusive';
+    this.permits = init.lock.permits;
     this.ttl = init.lock.ttl;
     this.validUntil = init.validUntil;
     this.operationTimeout = init.operationTimeout;

@@ -1,5 +1,19 @@
+/**
+ * 'exclusive' (default) and 'write' are the same lock: one holder, excluding readers too.
+ * 'read' is shared: many readers hold at once, no writer meanwhile. A reader that arrives after a
+ * queued writer waits behind it, so a stream of readers cannot starve writers.
+ */
+export type LockMode = 'exclusive' | 'read' | 'write';
+
 /** Per-call options. Each one falls back to `LockServiceOptions.defaults`, then to the library default. */
 export interface LockOptions {
+  /** Exclusive (default), or a read/write lock. Not combinable with `permits`. */
+  mode?: LockMode;
+  /**
+   * Makes the key a counting semaphore: at most `permits` holders at once, each with its own watchdog.
+   * Every holder of a key must use the same number. Semaphores live apart from locks of the same name.
+   */
+  permits?: number;
   /** Validity of the lock in ms. The watchdog renews it while the handle is held. Default 30 000. */
   ttl?: number;
   /** How long `acquire` waits for a busy key, in ms. 0 = fail at once. `Infinity` = wait forever. Default 10 000. */
@@ -18,6 +32,8 @@ export interface LockServiceOptions {
 
 /** Options after defaults were applied and validated. */
 export interface ResolvedLockOptions {
+  mode: LockMode;
+  permits: number | undefined;
   ttl: number;
   waitTimeout: number;
   renewInterval: number;

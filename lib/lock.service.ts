@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { AcquireRequest, LockBackend, LockGrant } from './backends/lock-backend.interface';
 import { raceAbort, timeoutSignal } from './backends/shared/abort';
-import { currentLockScope, runInLockScope, scopeKey } from './context/lock-context';
-import { LockBackendError, LockError, LockServiceClosedError, LockTimeoutError } from './errors';
+import { currentLockScope, lockScopeKey, runInLockScope, scopeKey } from './context/lock-context';
+import { LockBackendError, LockError, LockNotSupportedError, LockServiceClosedError, LockTimeoutError } from './errors';
 import { LockHandle } from './lock-handle';
 import {
   DEFAULT_KEY_PREFIX,
@@ -88,11 +88,12 @@ export class LockService {
    */
   async run<T>(key: string, fn: (lock: LockHandle) => Promise<T> | T, options?: LockOptions): Promise<T> {
     const normalized = validateLockKey(key);
-    const inherited = this.current(normalized);
+    const resolved = resolveLockOptions(options, this.defaults);
+    const inherited = this.inheritedLock(normalized, resolved);
     if (inherited) return fn(inherited);
     const lock = await this.acquire(normalized, options);
     return runInLockScope(async () => {
-      currentLockScope()!.held.set(scopeKey(this.keyPrefix, lock.key), lock);
+      currentLockScope()!.held.set(lockScopeKey(lock), lock);
       let result: T;
       try {
         result = await fn(lock);
@@ -125,8 +126,29 @@ export class LockService {
       const all = [...scope.held.values()].filter((handle) => handle.namespace === this.keyPrefix && handle.isHeld);
       return all[all.length - 1];
     }
-    const handle = scope.held.get(scopeKey(this.keyPrefix, validateLockKey(key)));
+    const normalized = validateLockKey(key);
+    const handle = scope.held.get(scopeKey(this.keyPrefix, normalized)) ?? scope.held.get(scopeKey(this.keyPrefix, normalized, true));
     return handle?.isHeld ? handle : undefined;
+  }
+
+  /**
+   * The lock this call chain already holds that covers the request, so a nested acquisition reuses it
+   * instead of waiting for itself. A write/exclusive lock covers reads; a read lock cannot be upgraded
+   * in place (two readers upgrading would deadlock), so that is refused with a clear error.
+   */
+  inheritedLock(key: string, resolved: Pick<ResolvedLockOptions, 'mode' | 'permits'>): LockHandle | undefined {
+    const scope = currentLockScope();
+    if (!scope) return undefined;
+    const held = scope.held.get(scopeKey(this.keyPrefix, key, resolved.permits !== undefined));
+    if (!held?.isHeld) return undefined;
+    if (held.mode === 'read' && resolved.mode !== 'read') {
+      throw new LockNotSupportedError(
+        this.backend.kind,
+        `upgrading the read lock on "${key}" to ${resolved.mode} within the same call chain`,
+        'it would deadlock against the read lock this call chain holds. Take the write lock first.',
+      );
+    }
+    return held;
   }
 
   /** Releases every lock this service holds, then closes what the backend created itself (not your client). */
@@ -149,8 +171,26 @@ export class LockService {
     if (this.closing) {
       throw new LockServiceClosedError(normalized);
     }
-    const request: AcquireRequest = { namespace: this.keyPrefix, key: normalized, token: randomUUID(), ttl: resolved.ttl };
+    this.checkSupport(resolved);
+    const request: AcquireRequest = {
+      namespace: this.keyPrefix,
+      key: normalized,
+      token: randomUUID(),
+      ttl: resolved.ttl,
+      mode: resolved.mode,
+      ...(resolved.permits !== undefined && { permits: resolved.permits }),
+    };
     return { request, resolved };
+  }
+
+  private checkSupport(resolved: ResolvedLockOptions): void {
+    const supports = this.backend.supports ?? {};
+    if (resolved.mode !== 'exclusive' && !supports.readWrite) {
+      throw new LockNotSupportedError(this.backend.kind, `mode '${resolved.mode}'`, 'it has no read/write lock implementation.');
+    }
+    if (resolved.permits !== undefined && !supports.semaphore) {
+      throw new LockNotSupportedError(this.backend.kind, 'permits (semaphores)', 'it has no semaphore implementation.');
+    }
   }
 
   private async tryAcquirePrepared(request: AcquireRequest, resolved: ResolvedLockOptions): Promise<LockHandle | null> {

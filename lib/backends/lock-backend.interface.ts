@@ -16,6 +16,11 @@ export interface LockBackend {
   readonly kind: string;
   /** Where the backend points, for error messages. Never contains credentials. */
   readonly address: string;
+  /**
+   * Lock kinds beyond exclusive locks that this backend implements safely. The core refuses the others with
+   * LockNotSupportedError before any server call, rather than falling back to something weaker.
+   */
+  readonly supports?: BackendSupport;
 
   /** One attempt, never waits for the key to become free. */
   tryAcquire(request: AcquireRequest): Promise<LockGrant | null>;
@@ -65,6 +70,13 @@ export interface AcquireRequest {
   readonly key: string;
   /** Random owner token (crypto.randomUUID()). */
   readonly token: string;
+  /**
+   * Absent or 'exclusive' and 'write' must exclude each other and readers; 'read' is shared among readers.
+   * The core always sets it; it is optional so that code building requests by hand stays short.
+   */
+  readonly mode?: 'exclusive' | 'read' | 'write';
+  /** Set for a counting semaphore (mode is then 'exclusive'): at most this many holders at once. */
+  readonly permits?: number;
   /** Requested validity in whole milliseconds, > 0. */
   readonly ttl: number;
 }
@@ -92,6 +104,11 @@ export type BackendLockEvent =
 export interface HeldLock extends AcquireRequest {
   readonly fencingToken: bigint;
   readonly state?: unknown;
+}
+
+export interface BackendSupport {
+  readonly readWrite?: boolean;
+  readonly semaphore?: boolean;
 }
 
 /** Injection token for the backend, sharing the interface's name (as ThrottlerStorage does). */

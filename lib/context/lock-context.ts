@@ -7,7 +7,7 @@ import type { LockHandle } from '../lock-handle';
  * instead of deadlocking against itself (reentrancy).
  */
 export interface LockScope {
-  /** Held handles of this call chain, keyed by `<keyPrefix>\u0000<key>`. */
+  /** Held handles of this call chain, keyed by scopeKey(). */
   readonly held: Map<string, LockHandle>;
 }
 
@@ -23,6 +23,11 @@ export function runInLockScope<T>(fn: () => T): T {
   return lockScopeStorage.run({ held: new Map(parent?.held) }, fn);
 }
 
-export function scopeKey(namespace: string, key: string): string {
-  return `${namespace}\u0000${key}`;
+/** Semaphores live apart from locks of the same name, so they get their own scope entries. */
+export function scopeKey(namespace: string, key: string, semaphore = false): string {
+  return `${namespace}\u0000${semaphore ? 'semaphore' : 'lock'}\u0000${key}`;
+}
+
+export function lockScopeKey(handle: LockHandle): string {
+  return scopeKey(handle.namespace, handle.key, handle.permits !== undefined);
 }

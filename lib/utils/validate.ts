@@ -10,7 +10,10 @@ import {
 /** Longest key accepted, in bytes of UTF-8. Keeps server keys and log lines bounded. */
 export const MAX_KEY_BYTES = 1024;
 const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
-const KNOWN_LOCK_OPTIONS: ReadonlySet<string> = new Set(['ttl', 'waitTimeout', 'renewInterval']);
+const KNOWN_LOCK_OPTIONS: ReadonlySet<string> = new Set(['mode', 'permits', 'ttl', 'waitTimeout', 'renewInterval']);
+const LOCK_MODES: ReadonlySet<string> = new Set(['exclusive', 'read', 'write']);
+/** Semaphores keep one entry per holder on the server; this bounds what one key can cost. */
+export const MAX_PERMITS = 10_000;
 
 /**
  * Checks a user's key and returns it in NFC form, so that the composed and decomposed spellings of the
@@ -65,7 +68,20 @@ export function resolveLockOptions(options: LockOptions | undefined, defaults: L
   // The default renew interval follows the ttl actually used, not the ttl the default interval was set for.
   const renewInterval = options?.renewInterval ?? (options?.ttl === undefined ? defaults?.renewInterval : undefined) ?? ttl / 3;
   checkRenewInterval(renewInterval, ttl);
-  return { ttl: Math.ceil(ttl), waitTimeout, renewInterval };
+  const mode = options?.mode ?? defaults?.mode ?? 'exclusive';
+  if (!LOCK_MODES.has(mode)) {
+    throw new TypeError(`Invalid mode ${JSON.stringify(mode)}: use 'exclusive' (the default), 'read' or 'write'.`);
+  }
+  const permits = options?.permits ?? defaults?.permits;
+  if (permits !== undefined) {
+    if (!Number.isInteger(permits) || permits < 1 || permits > MAX_PERMITS) {
+      throw new TypeError(`Invalid permits ${String(permits)}: use a whole number from 1 to ${MAX_PERMITS}.`);
+    }
+    if (mode !== 'exclusive') {
+      throw new TypeError(`Invalid options: permits (a semaphore) cannot be combined with mode '${mode}'. Use one or the other.`);
+    }
+  }
+  return { mode, permits, ttl: Math.ceil(ttl), waitTimeout, renewInterval };
 }
 
 export function checkTtl(ttl: unknown): asserts ttl is number {

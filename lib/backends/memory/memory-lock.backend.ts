@@ -2,45 +2,52 @@ import type { AcquireRequest, HeldLock, LockBackend, LockGrant } from '../lock-b
 import { LockBackendError } from '../../errors';
 import { monotonicNow } from '../../utils/clock';
 
-interface MemoryLock {
-  token: string;
-  expiresAt: number;
+interface Holder {
+  readonly shared: boolean;
   timer: NodeJS.Timeout;
 }
 
 interface Waiter {
-  request: AcquireRequest;
+  readonly request: AcquireRequest;
   resolve(grant: LockGrant): void;
   reject(error: unknown): void;
 }
 
+/** One lock name: who holds it (by owner token) and who waits, in arrival order. */
+interface KeyState {
+  readonly holders: Map<string, Holder>;
+  readonly queue: Waiter[];
+}
+
 /**
  * In-process locks for development and unit tests: same contract as the real backends (ttl expiry,
- * owner tokens, fencing tokens, FIFO waiting), but only within one Node process.
+ * owner tokens, fencing tokens, FIFO waiting, read/write locks, semaphores), but only within one process.
  */
 export class MemoryLockBackend implements LockBackend {
   readonly kind = 'memory';
   readonly address = 'in-process';
+  readonly supports = { readWrite: true, semaphore: true };
 
-  private readonly locks = new Map<string, MemoryLock>();
-  private readonly queues = new Map<string, Waiter[]>();
+  private readonly keys = new Map<string, KeyState>();
   /** One counter for all keys: strictly increasing per key, and no per-key state left behind after release. */
   private lastFencingToken = 0n;
   private closed = false;
 
   async tryAcquire(request: AcquireRequest): Promise<LockGrant | null> {
     this.assertOpen('tryAcquire');
-    const id = lockId(request.namespace, request.key);
-    // Waiters are served first: a free key with a queue is only ever a transient state.
-    if (this.locks.has(id) || this.queues.get(id)?.length) return null;
+    const id = stateId(request);
+    const state = this.keys.get(id);
+    // Waiters are served first, in order: nobody overtakes the queue.
+    if (state && (state.queue.length > 0 || !admits(state, request))) return null;
     return this.grant(id, request);
   }
 
   acquire(request: AcquireRequest, signal: AbortSignal): Promise<LockGrant> {
     if (this.closed) return Promise.reject(this.closedError('acquire'));
-    const id = lockId(request.namespace, request.key);
     if (signal.aborted) return Promise.reject(signal.reason);
-    if (!this.locks.has(id) && !this.queues.get(id)?.length) return Promise.resolve(this.grant(id, request));
+    const id = stateId(request);
+    const state = this.keys.get(id);
+    if (!state || (state.queue.length === 0 && admits(state, request))) return Promise.resolve(this.grant(id, request));
     return new Promise<LockGrant>((resolve, reject) => {
       const onAbort = () => {
         this.removeWaiter(id, waiter);
@@ -58,80 +65,87 @@ export class MemoryLockBackend implements LockBackend {
         },
       };
       signal.addEventListener('abort', onAbort, { once: true });
-      const queue = this.queues.get(id) ?? [];
-      queue.push(waiter);
-      this.queues.set(id, queue);
+      state.queue.push(waiter);
     });
   }
 
   async extend(lock: HeldLock, ttl: number): Promise<number | null> {
     this.assertOpen('extend');
-    const id = lockId(lock.namespace, lock.key);
-    const current = this.locks.get(id);
-    if (!current || current.token !== lock.token) return null;
-    const validUntil = monotonicNow() + ttl;
-    clearTimeout(current.timer);
-    current.expiresAt = validUntil;
-    current.timer = this.expiryTimer(id, current.token, ttl);
-    return validUntil;
+    const id = stateId(lock);
+    const holder = this.keys.get(id)?.holders.get(lock.token);
+    if (!holder) return null;
+    clearTimeout(holder.timer);
+    holder.timer = this.expiryTimer(id, lock.token, ttl);
+    return monotonicNow() + ttl;
   }
 
   async release(lock: HeldLock): Promise<boolean> {
     if (this.closed) return false;
-    const id = lockId(lock.namespace, lock.key);
-    const current = this.locks.get(id);
-    if (!current || current.token !== lock.token) return false;
-    this.free(id);
-    return true;
+    return this.remove(stateId(lock), lock.token);
   }
 
   async isLocked(namespace: string, key: string): Promise<boolean> {
     this.assertOpen('isLocked');
-    return this.locks.has(lockId(namespace, key));
+    return (this.keys.get(stateId({ namespace, key }))?.holders.size ?? 0) > 0;
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const lock of this.locks.values()) clearTimeout(lock.timer);
-    this.locks.clear();
     const error = new LockBackendError(this.kind, this.address, 'acquire', 'the backend was closed while waiting');
-    for (const queue of this.queues.values()) for (const waiter of queue) waiter.reject(error);
-    this.queues.clear();
+    for (const state of this.keys.values()) {
+      for (const holder of state.holders.values()) clearTimeout(holder.timer);
+      for (const waiter of state.queue) waiter.reject(error);
+    }
+    this.keys.clear();
   }
 
   private grant(id: string, request: AcquireRequest): LockGrant {
-    const validUntil = monotonicNow() + request.ttl;
+    let state = this.keys.get(id);
+    if (!state) {
+      state = { holders: new Map(), queue: [] };
+      this.keys.set(id, state);
+    }
+    state.holders.set(request.token, {
+      shared: request.mode === 'read' || request.permits !== undefined,
+      timer: this.expiryTimer(id, request.token, request.ttl),
+    });
     this.lastFencingToken += 1n;
-    this.locks.set(id, { token: request.token, expiresAt: validUntil, timer: this.expiryTimer(id, request.token, request.ttl) });
-    return { fencingToken: this.lastFencingToken, validUntil };
+    return { fencingToken: this.lastFencingToken, validUntil: monotonicNow() + request.ttl };
   }
 
   private expiryTimer(id: string, token: string, ttl: number): NodeJS.Timeout {
-    const timer = setTimeout(() => {
-      if (this.locks.get(id)?.token === token) this.free(id);
-    }, ttl);
+    const timer = setTimeout(() => this.remove(id, token), ttl);
     timer.unref();
     return timer;
   }
 
-  /** Deletes the lock and hands it straight to the first waiter (FIFO). */
-  private free(id: string): void {
-    const current = this.locks.get(id);
-    if (current) clearTimeout(current.timer);
-    this.locks.delete(id);
-    const queue = this.queues.get(id);
-    const next = queue?.shift();
-    if (queue && queue.length === 0) this.queues.delete(id);
-    if (next) next.resolve(this.grant(id, next.request));
+  /** Drops a holder and admits waiters from the head of the queue while they fit (several readers at once). */
+  private remove(id: string, token: string): boolean {
+    const state = this.keys.get(id);
+    const holder = state?.holders.get(token);
+    if (!state || !holder) return false;
+    clearTimeout(holder.timer);
+    state.holders.delete(token);
+    while (state.queue.length > 0 && admits(state, state.queue[0].request)) {
+      const next = state.queue.shift()!;
+      next.resolve(this.grant(id, next.request));
+    }
+    if (state.holders.size === 0 && state.queue.length === 0) this.keys.delete(id);
+    return true;
   }
 
   private removeWaiter(id: string, waiter: Waiter): void {
-    const queue = this.queues.get(id);
-    if (!queue) return;
-    const index = queue.indexOf(waiter);
-    if (index >= 0) queue.splice(index, 1);
-    if (queue.length === 0) this.queues.delete(id);
+    const state = this.keys.get(id);
+    if (!state) return;
+    const index = state.queue.indexOf(waiter);
+    if (index >= 0) state.queue.splice(index, 1);
+    // A waiter leaving may unblock those behind it (e.g. readers queued behind an aborted writer).
+    while (state.queue.length > 0 && admits(state, state.queue[0].request)) {
+      const next = state.queue.shift()!;
+      next.resolve(this.grant(id, next.request));
+    }
+    if (state.holders.size === 0 && state.queue.length === 0) this.keys.delete(id);
   }
 
   private assertOpen(operation: string): void {
@@ -143,6 +157,14 @@ export class MemoryLockBackend implements LockBackend {
   }
 }
 
-function lockId(namespace: string, key: string): string {
-  return `${namespace}\u0000${key}`;
+/** Whether the current holders leave room for this request (the queue order is checked by the caller). */
+function admits(state: KeyState, request: AcquireRequest): boolean {
+  if (request.permits !== undefined) return state.holders.size < request.permits;
+  if (request.mode === 'read') return [...state.holders.values()].every((holder) => holder.shared);
+  return state.holders.size === 0;
+}
+
+/** Semaphores live apart from locks of the same name. */
+function stateId(request: Pick<AcquireRequest, 'namespace' | 'key' | 'permits'>): string {
+  return `${request.namespace}\u0000${request.permits === undefined ? 'lock' : 'semaphore'}\u0000${request.key}`;
 }
