@@ -12,6 +12,9 @@ import { Watchdog } from './watchdog/watchdog';
 
 export type LockState = 'held' | 'released' | 'lost';
 
+/** 'expire': maxHold passed, so stop renewing and let the lock run out. */
+type RenewOutcome = 'renewed' | 'retry' | 'lost' | 'expire';
+
 /** @internal What LockService hands a new handle. */
 export interface LockHandleInit {
   backend: LockBackend;
@@ -19,6 +22,8 @@ export interface LockHandleInit {
   validUntil: number;
   renewInterval: number;
   operationTimeout: number;
+  /** ms after which the watchdog stops renewing (Infinity: never). */
+  maxHold: number;
   onEnd(handle: LockHandle): void;
 }
 
@@ -36,6 +41,8 @@ export class LockHandle implements AsyncDisposable {
    * writes carrying a lower token than one it has seen: that closes the gap a paused holder leaves.
    */
   readonly fencingToken: bigint;
+  /** Epoch ms when the lock was granted. */
+  readonly acquiredAt: number;
   /** 'exclusive', 'read' or 'write'. */
   readonly mode: LockMode;
   /** The semaphore's size when this handle holds a permit; undefined for locks. */
@@ -53,6 +60,9 @@ export class LockHandle implements AsyncDisposable {
   private readonly extender: ExtendBatcher;
   private readonly operationTimeout: number;
   private readonly onEnd: (handle: LockHandle) => void;
+  private readonly acquiredAtMonotonic = monotonicNow();
+  private readonly maxHold: number;
+  private holdLimitReached = false;
   private currentState: LockState = 'held';
   private validUntil: number;
   private ttl: number;
@@ -75,6 +85,8 @@ export class LockHandle implements AsyncDisposable {
     this.validUntil = init.validUntil;
     this.operationTimeout = init.operationTimeout;
     this.onEnd = init.onEnd;
+    this.maxHold = init.maxHold;
+    this.acquiredAt = Date.now();
     this.signal = this.abortController.signal;
     // Late subscribers still learn how the lock ended.
     this.renewals$ = new Observable<LockRenewal>((subscriber) => {
@@ -123,6 +135,9 @@ export class LockHandle implements AsyncDisposable {
     const outcome = await this.renew(wholeTtl, (error) => (failure = error));
     if (outcome === 'lost') throw this.lostError ?? new LockLostError(this.key, 'the lock was already released');
     if (outcome === 'retry') throw failure;
+    if (outcome === 'expire') {
+      throw new LockLostError(this.key, `it has been held for maxHold=${this.maxHold} ms and may not be extended further`);
+    }
     if (wholeTtl !== this.ttl) {
       this.ttl = wholeTtl;
       this.watchdog.setInterval(wholeTtl / 3);
@@ -168,19 +183,27 @@ export class LockHandle implements AsyncDisposable {
   }
 
   /** Serialised: a manual extend and a watchdog tick never run at once. */
-  private renew(ttl: number, onTransient?: (error: unknown) => void): Promise<'renewed' | 'retry' | 'lost'> {
+  private renew(ttl: number, onTransient?: (error: unknown) => void): Promise<RenewOutcome> {
     const next = this.renewalChain.then(() => this.renewOnce(ttl, onTransient));
     this.renewalChain = next.catch(() => undefined);
     return next;
   }
 
-  private async renewOnce(ttl: number, onTransient?: (error: unknown) => void): Promise<'renewed' | 'retry' | 'lost'> {
+  private async renewOnce(ttl: number, onTransient?: (error: unknown) => void): Promise<RenewOutcome> {
     if (this.currentState !== 'held') return 'lost';
     const remaining = this.validUntil - monotonicNow();
     // The loop may have been blocked past the validity: someone else may own the key by now. Never extend then.
     if (remaining <= 0) {
-      this.markLost('its validity ended before it could be renewed (the event loop was blocked or renewals kept failing)');
+      this.markLost(
+        this.holdLimitReached
+          ? `it was held for maxHold=${this.maxHold} ms, so the watchdog stopped renewing it and it expired`
+          : 'its validity ended before it could be renewed (the event loop was blocked or renewals kept failing)',
+      );
       return 'lost';
+    }
+    if (monotonicNow() - this.acquiredAtMonotonic >= this.maxHold) {
+      this.holdLimitReached = true;
+      return 'expire';
     }
     let validUntil: number | null;
     try {

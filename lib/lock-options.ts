@@ -20,6 +20,11 @@ export interface LockOptions {
   waitTimeout?: number;
   /** Watchdog period in ms. Default ttl / 3, so one missed renewal still leaves a third of the validity. */
   renewInterval?: number;
+  /**
+   * Longest time in ms the watchdog keeps a lock alive. After it, renewals stop and the lock expires at the
+   * end of its validity, reported as lost: one stuck request cannot hold a key forever. Default: no limit.
+   */
+  maxHold?: number;
 }
 
 export interface LockServiceOptions {
@@ -28,6 +33,8 @@ export interface LockServiceOptions {
   defaults?: LockOptions;
   /** Deadline in ms for a single release/isLocked call to the server. Default 5 000. */
   operationTimeout?: number;
+  /** Names this instance in events, logs and the inspector. Default: a random id. Part of `<hostname>/<pid>/<instanceId>`. */
+  instanceId?: string;
 }
 
 /** Options after defaults were applied and validated. */
@@ -37,6 +44,7 @@ export interface ResolvedLockOptions {
   ttl: number;
   waitTimeout: number;
   renewInterval: number;
+  maxHold: number;
 }
 
 export const DEFAULT_TTL = 30_000;

@@ -1,8 +1,18 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { Observable, Subject } from 'rxjs';
 import type { AcquireRequest, LockBackend, LockGrant } from './backends/lock-backend.interface';
 import { raceAbort, timeoutSignal } from './backends/shared/abort';
 import { currentLockScope, lockScopeKey, runInLockScope, scopeKey } from './context/lock-context';
-import { LockBackendError, LockError, LockNotSupportedError, LockServiceClosedError, LockTimeoutError } from './errors';
+import {
+  LockBackendError,
+  LockError,
+  LockLostError,
+  LockNotSupportedError,
+  LockServiceClosedError,
+  LockTimeoutError,
+} from './errors';
+import type { LockEvent, LockEventBase } from './lock-event';
 import { LockHandle } from './lock-handle';
 import {
   DEFAULT_KEY_PREFIX,
@@ -24,6 +34,14 @@ const BACKEND_ABORT_GRACE_MS = 1_000;
  */
 export class LockService {
   readonly keyPrefix: string;
+  /** `<hostname>/<pid>/<instanceId>`: who holds or waits, in events, logs and the inspector. */
+  readonly holderId: string;
+  /**
+   * Every lock's life as typed events: acquired, renewed, at-risk, lost, released, timeout.
+   * Hot: subscribers see what happens after they subscribe.
+   */
+  readonly events$: Observable<LockEvent>;
+  private readonly eventSubject = new Subject<LockEvent>();
   private readonly defaults: LockOptions | undefined;
   private readonly operationTimeout: number;
   private readonly handles = new Set<LockHandle>();
@@ -42,6 +60,8 @@ export class LockService {
     // Validate the defaults now, so a bad configuration fails at startup rather than on the first request.
     resolveLockOptions(undefined, options.defaults);
     this.defaults = options.defaults;
+    this.holderId = `${hostname()}/${process.pid}/${options.instanceId ?? randomBytes(4).toString('hex')}`;
+    this.events$ = this.eventSubject.asObservable();
     this.operationTimeout = options.operationTimeout ?? DEFAULT_OPERATION_TIMEOUT;
     if (!(this.operationTimeout > 0) || !Number.isFinite(this.operationTimeout)) {
       throw new TypeError(`Invalid operationTimeout ${String(options.operationTimeout)}: use a finite number of milliseconds > 0.`);
@@ -59,26 +79,33 @@ export class LockService {
    */
   async acquire(key: string, options?: LockOptions): Promise<LockHandle> {
     const { request, resolved } = this.prepare(key, options);
-    if (resolved.waitTimeout === 0) {
-      const handle = await this.tryAcquirePrepared(request, resolved);
-      if (!handle) throw new LockTimeoutError(request.key, 0);
-      return handle;
-    }
     const started = monotonicNow();
-    for (;;) {
-      const remaining = resolved.waitTimeout - (monotonicNow() - started);
-      if (remaining <= 0) throw new LockTimeoutError(request.key, resolved.waitTimeout);
-      const grant = await this.waitForGrant(request, remaining, resolved.waitTimeout);
-      const handle = this.adopt(request, grant, resolved);
-      if (handle) return handle;
-      // The grant arrived with no validity left (a very slow reply): it was released; wait again if time remains.
+    try {
+      if (resolved.waitTimeout === 0) {
+        const handle = await this.tryAcquirePrepared(request, resolved, started);
+        if (!handle) throw new LockTimeoutError(request.key, 0);
+        return handle;
+      }
+      for (;;) {
+        const remaining = resolved.waitTimeout - (monotonicNow() - started);
+        if (remaining <= 0) throw new LockTimeoutError(request.key, resolved.waitTimeout);
+        const grant = await this.waitForGrant(request, remaining, resolved.waitTimeout);
+        const handle = this.adopt(request, grant, resolved, started);
+        if (handle) return handle;
+        // The grant arrived with no validity left (a very slow reply): it was released; wait again if time remains.
+      }
+    } catch (error) {
+      if (error instanceof LockTimeoutError) {
+        this.emit({ type: 'timeout', ...this.eventBase(request), waitTime: Math.round(monotonicNow() - started) });
+      }
+      throw error;
     }
   }
 
   /** One attempt; resolves null at once when the key is busy. */
   async tryAcquire(key: string, options?: LockOptions): Promise<LockHandle | null> {
     const { request, resolved } = this.prepare(key, options);
-    return this.tryAcquirePrepared(request, resolved);
+    return this.tryAcquirePrepared(request, resolved, monotonicNow());
   }
 
   /**
@@ -156,6 +183,7 @@ export class LockService {
     this.closing ??= (async () => {
       await Promise.allSettled([...this.handles].map((handle) => handle.release()));
       await this.backend.close();
+      this.eventSubject.complete();
     })();
     return this.closing;
   }
@@ -193,7 +221,7 @@ export class LockService {
     }
   }
 
-  private async tryAcquirePrepared(request: AcquireRequest, resolved: ResolvedLockOptions): Promise<LockHandle | null> {
+  private async tryAcquirePrepared(request: AcquireRequest, resolved: ResolvedLockOptions, started: number): Promise<LockHandle | null> {
     const attempt = this.backend.tryAcquire(request);
     let grant: LockGrant | null;
     try {
@@ -204,7 +232,7 @@ export class LockService {
       this.releaseLateGrant(request, attempt);
       throw this.asLockError('tryAcquire', error);
     }
-    return grant ? this.adopt(request, grant, resolved) : null;
+    return grant ? this.adopt(request, grant, resolved, started) : null;
   }
 
   private async waitForGrant(request: AcquireRequest, remaining: number, waitTimeout: number): Promise<LockGrant> {
@@ -226,7 +254,7 @@ export class LockService {
   }
 
   /** Wraps a grant in a handle, or releases it when it arrived with no validity left. */
-  private adopt(request: AcquireRequest, grant: LockGrant, resolved: ResolvedLockOptions): LockHandle | null {
+  private adopt(request: AcquireRequest, grant: LockGrant, resolved: ResolvedLockOptions, started: number): LockHandle | null {
     const lock = { ...request, fencingToken: grant.fencingToken, state: grant.state };
     if (grant.validUntil <= monotonicNow() || this.closing) {
       void this.backend.release(lock).catch(() => undefined);
@@ -238,9 +266,11 @@ export class LockService {
       validUntil: grant.validUntil,
       renewInterval: resolved.renewInterval,
       operationTimeout: this.operationTimeout,
+      maxHold: resolved.maxHold,
       onEnd: (ended) => this.handles.delete(ended),
     });
     this.handles.add(handle);
+    this.report(handle, request, Math.round(monotonicNow() - started));
     return handle;
   }
 
@@ -252,6 +282,44 @@ export class LockService {
       },
       () => undefined,
     );
+  }
+
+  /** Turns one handle's life into events: acquired now, then its renewals, and how it ended. */
+  private report(handle: LockHandle, request: AcquireRequest, waitTime: number): void {
+    if (!this.eventSubject.observed) {
+      // Nobody listens: skip the per-handle subscription (the hot path of an uncontended lock).
+      return;
+    }
+    const base = this.eventBase(request);
+    const fencingToken = handle.fencingToken;
+    this.emit({ type: 'acquired', ...base, waitTime, fencingToken, expiresAt: handle.expiresAt });
+    const holdTime = () => Date.now() - handle.acquiredAt;
+    handle.renewals$.subscribe({
+      next: (renewal) =>
+        renewal.type === 'renewed'
+          ? this.emit({ ...base, type: 'renewed', at: Date.now(), fencingToken, expiresAt: renewal.expiresAt, renewalCount: renewal.renewalCount })
+          : this.emit({ ...base, type: 'at-risk', at: Date.now(), fencingToken, remaining: renewal.remaining, error: renewal.error }),
+      error: (error: LockLostError) =>
+        this.emit({ ...base, type: 'lost', at: Date.now(), fencingToken, reason: error.reason ?? String(error), holdTime: holdTime() }),
+      complete: () => this.emit({ ...base, type: 'released', at: Date.now(), fencingToken, holdTime: holdTime() }),
+    });
+  }
+
+  private eventBase(request: AcquireRequest): Omit<LockEventBase, never> {
+    const requestId = currentLockScope()?.requestId;
+    return {
+      key: request.key,
+      namespace: request.namespace,
+      backend: this.backend.kind,
+      holder: this.holderId,
+      mode: request.mode ?? 'exclusive',
+      at: Date.now(),
+      ...(requestId !== undefined && { requestId }),
+    };
+  }
+
+  private emit(event: LockEvent): void {
+    this.eventSubject.next(event);
   }
 
   private call<T>(operation: string, work: Promise<T>): Promise<T> {

@@ -9,6 +9,8 @@ import type { LockHandle } from '../lock-handle';
 export interface LockScope {
   /** Held handles of this call chain, keyed by scopeKey(). */
   readonly held: Map<string, LockHandle>;
+  /** Carried into lock events and logs. */
+  readonly requestId?: string;
 }
 
 export const lockScopeStorage = new AsyncLocalStorage<LockScope>();
@@ -17,10 +19,11 @@ export function currentLockScope(): LockScope | undefined {
   return lockScopeStorage.getStore();
 }
 
-/** Runs `fn` in a scope that inherits the locks of the enclosing scope and can add its own. */
-export function runInLockScope<T>(fn: () => T): T {
+/** Runs `fn` in a scope that inherits the locks (and request id) of the enclosing scope and can add its own. */
+export function runInLockScope<T>(fn: () => T, options: { requestId?: string } = {}): T {
   const parent = lockScopeStorage.getStore();
-  return lockScopeStorage.run({ held: new Map(parent?.held) }, fn);
+  const requestId = options.requestId ?? parent?.requestId;
+  return lockScopeStorage.run({ held: new Map(parent?.held), ...(requestId !== undefined && { requestId }) }, fn);
 }
 
 /** Semaphores live apart from locks of the same name, so they get their own scope entries. */

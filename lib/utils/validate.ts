@@ -10,7 +10,7 @@ import {
 /** Longest key accepted, in bytes of UTF-8. Keeps server keys and log lines bounded. */
 export const MAX_KEY_BYTES = 1024;
 const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
-const KNOWN_LOCK_OPTIONS: ReadonlySet<string> = new Set(['mode', 'permits', 'ttl', 'waitTimeout', 'renewInterval']);
+const KNOWN_LOCK_OPTIONS: ReadonlySet<string> = new Set(['mode', 'permits', 'ttl', 'waitTimeout', 'renewInterval', 'maxHold']);
 const LOCK_MODES: ReadonlySet<string> = new Set(['exclusive', 'read', 'write']);
 /** Semaphores keep one entry per holder on the server; this bounds what one key can cost. */
 export const MAX_PERMITS = 10_000;
@@ -81,7 +81,11 @@ export function resolveLockOptions(options: LockOptions | undefined, defaults: L
       throw new TypeError(`Invalid options: permits (a semaphore) cannot be combined with mode '${mode}'. Use one or the other.`);
     }
   }
-  return { mode, permits, ttl: Math.ceil(ttl), waitTimeout, renewInterval };
+  const maxHold = options?.maxHold ?? defaults?.maxHold ?? Infinity;
+  if (typeof maxHold !== 'number' || Number.isNaN(maxHold) || maxHold <= 0) {
+    throw new TypeError(`Invalid maxHold ${String(maxHold)}: use a number of milliseconds > 0 (Infinity, the default, means no limit).`);
+  }
+  return { mode, permits, ttl: Math.ceil(ttl), waitTimeout, renewInterval, maxHold };
 }
 
 export function checkTtl(ttl: unknown): asserts ttl is number {

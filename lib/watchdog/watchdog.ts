@@ -2,8 +2,8 @@ import { RenewalScheduler, ScheduledRenewal } from './renewal-scheduler';
 
 /** What the watchdog keeps alive: one renewal attempt at a time, and how much validity is left. */
 export interface Renewable {
-  /** One renewal. 'retry' = a transient failure while validity remains. */
-  renew(): Promise<'renewed' | 'retry' | 'lost'>;
+  /** One renewal. 'retry' = a transient failure while validity remains; 'expire' = stop renewing, check back at expiry. */
+  renew(): Promise<'renewed' | 'retry' | 'lost' | 'expire'>;
   /** ms of validity left on the monotonic clock. */
   remaining(): number;
 }
@@ -47,7 +47,7 @@ export class Watchdog implements ScheduledRenewal {
   }
 
   private async runOnce(): Promise<void> {
-    let outcome: 'renewed' | 'retry' | 'lost';
+    let outcome: 'renewed' | 'retry' | 'lost' | 'expire';
     try {
       outcome = await this.target.renew();
     } catch {
@@ -55,6 +55,7 @@ export class Watchdog implements ScheduledRenewal {
     }
     if (this.stopped) return;
     if (outcome === 'renewed') this.schedule(this.interval);
+    else if (outcome === 'expire') this.schedule(Math.max(0, this.target.remaining()));
     // Retry sooner than the normal period, but in proportion to what is left so a short outage is ridden out.
     else if (outcome === 'retry') this.schedule(Math.min(this.interval, Math.max(25, this.target.remaining() / 4)));
   }

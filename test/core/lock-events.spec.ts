@@ -1,0 +1,81 @@
+import { firstValueFrom, lastValueFrom, toArray } from 'rxjs';
+import { LockLostError, LockService, LockTimeoutError, MemoryLockBackend } from '../../lib';
+import type { LockEvent } from '../../lib';
+import { runInLockScope } from '../../lib/context/lock-context';
+import { FaultyBackend } from './faulty-backend';
+
+describe('LockService.events$ and maxHold', () => {
+  it('reports acquired, renewed, released and timeout with key, holder, request id, wait and hold times', async () => {
+    const locks = new LockService(new MemoryLockBackend(), { keyPrefix: 'events', instanceId: 'api-1' });
+    const events: LockEvent[] = [];
+    locks.events$.subscribe((event) => events.push(event));
+    await runInLockScope(
+      async () => {
+        const lock = await locks.acquire('file:1', { ttl: 150 });
+        await firstValueFrom(lock.renewals$);
+        await expect(locks.acquire('file:1', { waitTimeout: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
+        await lock.release();
+      },
+      { requestId: 'req-42' },
+    );
+    expect(events.map((e) => e.type)).toEqual(['acquired', 'renewed', 'timeout', 'released']);
+    for (const event of events) {
+      expect(event).toMatchObject({ key: 'file:1', namespace: 'events', backend: 'memory', requestId: 'req-42', mode: 'exclusive' });
+      expect(event.holder).toMatch(/\/\d+\/api-1$/);
+    }
+    const [acquired, , timeout, released] = events as [
+      Extract<LockEvent, { type: 'acquired' }>,
+      unknown,
+      Extract<LockEvent, { type: 'timeout' }>,
+      Extract<LockEvent, { type: 'released' }>,
+    ];
+    expect(acquired.fencingToken).toBe(1n);
+    expect(acquired.waitTime).toBeGreaterThanOrEqual(0);
+    expect(timeout.waitTime).toBeGreaterThanOrEqual(40);
+    expect(released.holdTime).toBeGreaterThanOrEqual(40);
+    await locks.close();
+  });
+
+  it('reports at-risk then lost when renewals keep failing', async () => {
+    const backend = new FaultyBackend();
+    const locks = new LockService(backend);
+    const events: LockEvent[] = [];
+    locks.events$.subscribe((event) => events.push(event));
+    const lock = await locks.acquire('k', { ttl: 300 });
+    backend.extendFault = 'error';
+    await lastValueFrom(lock.renewals$).catch(() => undefined);
+    const types = events.map((e) => e.type);
+    expect(types[0]).toBe('acquired');
+    expect(types).toContain('at-risk');
+    expect(types[types.length - 1]).toBe('lost');
+    expect(types.indexOf('at-risk')).toBeLessThan(types.indexOf('lost'));
+    await locks.close();
+  });
+
+  it('maxHold: the watchdog stops renewing, and the lock expires as lost at the end of its validity', async () => {
+    const backend = new MemoryLockBackend();
+    const locks = new LockService(backend);
+    const started = Date.now();
+    const lock = await locks.acquire('stuck', { ttl: 200, maxHold: 500 });
+    const error = await lastValueFrom(lock.renewals$).catch((e) => e);
+    expect(error).toBeInstanceOf(LockLostError);
+    expect(error.message).toMatch(/maxHold=500/);
+    expect(lock.signal.aborted).toBe(true);
+    const heldFor = Date.now() - started;
+    expect(heldFor).toBeGreaterThanOrEqual(500);
+    expect(heldFor).toBeLessThan(500 + 200 + 1_500);
+    // Someone else gets it once it expired.
+    const next = await locks.acquire('stuck', { waitTimeout: 2_000 });
+    await next.release();
+    await expect(locks.acquire('x', { maxHold: 0 })).rejects.toThrow(/Invalid maxHold 0/);
+    await locks.close();
+  });
+
+  it('completes events$ on close()', async () => {
+    const locks = new LockService(new MemoryLockBackend());
+    const all = lastValueFrom(locks.events$.pipe(toArray()));
+    await (await locks.acquire('a')).release();
+    await locks.close();
+    expect((await all).map((e) => e.type)).toEqual(['acquired', 'released']);
+  });
+});
