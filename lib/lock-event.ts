@@ -6,6 +6,8 @@ export interface LockEventBase {
   readonly key: string;
   /** The LockService keyPrefix. */
   readonly namespace: string;
+  /** The bounded key family (a template such as 'file:<<id>>', or the key's prefix before ':'), for metric labels. */
+  readonly family: string;
   /** Backend kind: 'memory', 'redis', 'etcd', ... */
   readonly backend: string;
   /** Who holds or waits: `<hostname>/<pid>/<LockService instance id>`. */

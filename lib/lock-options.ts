@@ -25,6 +25,12 @@ export interface LockOptions {
    * end of its validity, reported as lost: one stuck request cannot hold a key forever. Default: no limit.
    */
   maxHold?: number;
+  /**
+   * A bounded name for the kind of key, used to label metrics and events (never the resolved key, whose
+   * values are unbounded). Default: the text before the first ':' ('file:42' -> 'file'), else 'default'.
+   * `@WithLock` passes its template.
+   */
+  family?: string;
 }
 
 export interface LockServiceOptions {
@@ -45,6 +51,7 @@ export interface ResolvedLockOptions {
   waitTimeout: number;
   renewInterval: number;
   maxHold: number;
+  family: string;
 }
 
 export const DEFAULT_TTL = 30_000;

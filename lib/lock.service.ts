@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Observable, Subject } from 'rxjs';
-import type { AcquireRequest, LockBackend, LockGrant } from './backends/lock-backend.interface';
+import type { AcquireRequest, BackendInspection, LockBackend, LockGrant } from './backends/lock-backend.interface';
 import { raceAbort, timeoutSignal } from './backends/shared/abort';
 import { currentLockScope, lockScopeKey, runInLockScope, scopeKey } from './context/lock-context';
 import {
@@ -13,6 +13,7 @@ import {
   LockTimeoutError,
 } from './errors';
 import type { LockEvent, LockEventBase } from './lock-event';
+import type { AcquireTraceInfo, LockInstrumentation } from './lock-instrumentation';
 import { LockHandle } from './lock-handle';
 import {
   DEFAULT_KEY_PREFIX,
@@ -24,6 +25,14 @@ import {
 import { monotonicNow } from './utils/clock';
 import { withDeadline } from './utils/deadline';
 import { resolveLockOptions, validateKeyPrefix, validateLockKey } from './utils/validate';
+
+/** What `LockService.inspect(key)` returns. */
+export interface LockInspection extends BackendInspection {
+  readonly key: string;
+  readonly namespace: string;
+  readonly backend: string;
+  readonly address: string;
+}
 
 /** How long past `waitTimeout` the core waits for a backend that ignores its abort signal before giving up on it. */
 const BACKEND_ABORT_GRACE_MS = 1_000;
@@ -42,6 +51,7 @@ export class LockService {
    */
   readonly events$: Observable<LockEvent>;
   private readonly eventSubject = new Subject<LockEvent>();
+  private readonly instrumentations: LockInstrumentation[] = [];
   private readonly defaults: LockOptions | undefined;
   private readonly operationTimeout: number;
   private readonly handles = new Set<LockHandle>();
@@ -79,6 +89,10 @@ export class LockService {
    */
   async acquire(key: string, options?: LockOptions): Promise<LockHandle> {
     const { request, resolved } = this.prepare(key, options);
+    return this.traced('acquire', request, resolved, () => this.acquirePrepared(request, resolved));
+  }
+
+  private async acquirePrepared(request: AcquireRequest, resolved: ResolvedLockOptions): Promise<LockHandle> {
     const started = monotonicNow();
     try {
       if (resolved.waitTimeout === 0) {
@@ -96,7 +110,7 @@ export class LockService {
       }
     } catch (error) {
       if (error instanceof LockTimeoutError) {
-        this.emit({ type: 'timeout', ...this.eventBase(request), waitTime: Math.round(monotonicNow() - started) });
+        this.emit({ type: 'timeout', ...this.eventBase(request, resolved.family), waitTime: Math.round(monotonicNow() - started) });
       }
       throw error;
     }
@@ -105,7 +119,32 @@ export class LockService {
   /** One attempt; resolves null at once when the key is busy. */
   async tryAcquire(key: string, options?: LockOptions): Promise<LockHandle | null> {
     const { request, resolved } = this.prepare(key, options);
-    return this.tryAcquirePrepared(request, resolved, monotonicNow());
+    return this.traced('tryAcquire', request, resolved, () => this.tryAcquirePrepared(request, resolved, monotonicNow()));
+  }
+
+  /**
+   * Adds instrumentation (tracing spans around acquisitions). Several can be added; each wraps the next.
+   * Metrics and logs need no hook: they subscribe to `events$`.
+   */
+  instrument(instrumentation: LockInstrumentation): void {
+    this.instrumentations.push(instrumentation);
+  }
+
+  private traced<T>(operation: 'acquire' | 'tryAcquire', request: AcquireRequest, resolved: ResolvedLockOptions, run: () => Promise<T>): Promise<T> {
+    if (this.instrumentations.length === 0) return run();
+    const info: AcquireTraceInfo = {
+      operation,
+      key: request.key,
+      namespace: request.namespace,
+      family: resolved.family,
+      mode: resolved.mode,
+      backend: this.backend.kind,
+      holder: this.holderId,
+    };
+    return this.instrumentations.reduceRight<() => Promise<T>>(
+      (next, instrumentation) => () => (instrumentation.traceAcquire ? instrumentation.traceAcquire(info, next) : next()),
+      run,
+    )();
   }
 
   /**
@@ -134,6 +173,19 @@ export class LockService {
       if (lost) throw lost;
       return result;
     });
+  }
+
+  /**
+   * Who holds the key (holder id, since when, fencing token, expiry) and who waits, in order, where the
+   * backend can tell. For operators: the admin controller and the CLI print this.
+   */
+  async inspect(key: string): Promise<LockInspection> {
+    const normalized = validateLockKey(key);
+    if (!this.backend.inspect) {
+      throw new LockNotSupportedError(this.backend.kind, 'inspect()', 'it cannot list holders and waiters.');
+    }
+    const found = await this.call('inspect', this.backend.inspect(this.keyPrefix, normalized));
+    return { key: normalized, namespace: this.keyPrefix, backend: this.backend.kind, address: this.backend.address, ...found };
   }
 
   /** Whether anyone holds the key now. */
@@ -195,7 +247,7 @@ export class LockService {
 
   private prepare(key: string, options: LockOptions | undefined): { request: AcquireRequest; resolved: ResolvedLockOptions } {
     const normalized = validateLockKey(key);
-    const resolved = resolveLockOptions(options, this.defaults);
+    const resolved = resolveLockOptions(options, this.defaults, normalized);
     if (this.closing) {
       throw new LockServiceClosedError(normalized);
     }
@@ -206,6 +258,7 @@ export class LockService {
       token: randomUUID(),
       ttl: resolved.ttl,
       mode: resolved.mode,
+      holder: this.holderId,
       ...(resolved.permits !== undefined && { permits: resolved.permits }),
     };
     return { request, resolved };
@@ -270,7 +323,7 @@ export class LockService {
       onEnd: (ended) => this.handles.delete(ended),
     });
     this.handles.add(handle);
-    this.report(handle, request, Math.round(monotonicNow() - started));
+    this.report(handle, request, resolved.family, Math.round(monotonicNow() - started));
     return handle;
   }
 
@@ -285,12 +338,12 @@ export class LockService {
   }
 
   /** Turns one handle's life into events: acquired now, then its renewals, and how it ended. */
-  private report(handle: LockHandle, request: AcquireRequest, waitTime: number): void {
+  private report(handle: LockHandle, request: AcquireRequest, family: string, waitTime: number): void {
     if (!this.eventSubject.observed) {
       // Nobody listens: skip the per-handle subscription (the hot path of an uncontended lock).
       return;
     }
-    const base = this.eventBase(request);
+    const base = this.eventBase(request, family);
     const fencingToken = handle.fencingToken;
     this.emit({ type: 'acquired', ...base, waitTime, fencingToken, expiresAt: handle.expiresAt });
     const holdTime = () => Date.now() - handle.acquiredAt;
@@ -305,11 +358,12 @@ export class LockService {
     });
   }
 
-  private eventBase(request: AcquireRequest): Omit<LockEventBase, never> {
+  private eventBase(request: AcquireRequest, family: string): LockEventBase {
     const requestId = currentLockScope()?.requestId;
     return {
       key: request.key,
       namespace: request.namespace,
+      family,
       backend: this.backend.kind,
       holder: this.holderId,
       mode: request.mode ?? 'exclusive',

@@ -58,6 +58,9 @@ export interface LockBackend {
    */
   observe?(lock: HeldLock, listener: (event: BackendLockEvent) => void): () => void;
 
+  /** Optional: who holds the key and who waits, for operators (LockService.inspect, the CLI). */
+  inspect?(namespace: string, key: string): Promise<BackendInspection>;
+
   /** Closes what the backend created itself (subscriber connections, timers). Never the client the app passed in. */
   close(): Promise<void>;
 }
@@ -77,6 +80,8 @@ export interface AcquireRequest {
   readonly mode?: 'exclusive' | 'read' | 'write';
   /** Set for a counting semaphore (mode is then 'exclusive'): at most this many holders at once. */
   readonly permits?: number;
+  /** `<hostname>/<pid>/<instance>` of the requesting LockService, stored where the backend can, for inspect(). */
+  readonly holder?: string;
   /** Requested validity in whole milliseconds, > 0. */
   readonly ttl: number;
 }
@@ -109,6 +114,25 @@ export interface HeldLock extends AcquireRequest {
 export interface BackendSupport {
   readonly readWrite?: boolean;
   readonly semaphore?: boolean;
+}
+
+/** What a backend can tell about one key. Fields it cannot know are left out. */
+export interface BackendInspection {
+  readonly holders: readonly InspectedEntry[];
+  /** In grant order, when the backend keeps a queue; undefined when it cannot tell (e.g. plain Redis waiters). */
+  readonly waiters?: readonly InspectedEntry[];
+}
+
+export interface InspectedEntry {
+  readonly holder?: string;
+  readonly mode: 'exclusive' | 'read' | 'write';
+  /** Semaphore entries carry their permits. */
+  readonly permits?: number;
+  readonly fencingToken?: bigint;
+  /** Epoch ms: when it was granted (holders) or queued (waiters). */
+  readonly since?: number;
+  /** Epoch ms when it expires unless renewed. */
+  readonly expiresAt?: number;
 }
 
 /** Injection token for the backend, sharing the interface's name (as ThrottlerStorage does). */

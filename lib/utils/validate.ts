@@ -10,7 +10,7 @@ import {
 /** Longest key accepted, in bytes of UTF-8. Keeps server keys and log lines bounded. */
 export const MAX_KEY_BYTES = 1024;
 const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
-const KNOWN_LOCK_OPTIONS: ReadonlySet<string> = new Set(['mode', 'permits', 'ttl', 'waitTimeout', 'renewInterval', 'maxHold']);
+const KNOWN_LOCK_OPTIONS: ReadonlySet<string> = new Set(['mode', 'permits', 'ttl', 'waitTimeout', 'renewInterval', 'maxHold', 'family']);
 const LOCK_MODES: ReadonlySet<string> = new Set(['exclusive', 'read', 'write']);
 /** Semaphores keep one entry per holder on the server; this bounds what one key can cost. */
 export const MAX_PERMITS = 10_000;
@@ -54,7 +54,11 @@ export function validateKeyPrefix(prefix: unknown): string {
 }
 
 /** Merges per-call options over service defaults over library defaults, rejecting anything unknown or out of range. */
-export function resolveLockOptions(options: LockOptions | undefined, defaults: LockOptions | undefined): ResolvedLockOptions {
+export function resolveLockOptions(
+  options: LockOptions | undefined,
+  defaults: LockOptions | undefined,
+  key = '',
+): ResolvedLockOptions {
   checkKnownOptions(options, 'lock options');
   checkKnownOptions(defaults, 'LockService defaults');
   const ttl = options?.ttl ?? defaults?.ttl ?? DEFAULT_TTL;
@@ -85,7 +89,16 @@ export function resolveLockOptions(options: LockOptions | undefined, defaults: L
   if (typeof maxHold !== 'number' || Number.isNaN(maxHold) || maxHold <= 0) {
     throw new TypeError(`Invalid maxHold ${String(maxHold)}: use a number of milliseconds > 0 (Infinity, the default, means no limit).`);
   }
-  return { mode, permits, ttl: Math.ceil(ttl), waitTimeout, renewInterval, maxHold };
+  const family = options?.family ?? defaultFamily(key);
+  if (typeof family !== 'string' || family.length === 0 || family.length > 200) {
+    throw new TypeError(`Invalid family ${JSON.stringify(family)}: use a short, bounded name such as "file" or the key template.`);
+  }
+  return { mode, permits, ttl: Math.ceil(ttl), waitTimeout, renewInterval, maxHold, family };
+}
+
+function defaultFamily(key: string): string {
+  const colon = key.indexOf(':');
+  return colon > 0 && colon <= 64 ? key.slice(0, colon) : 'default';
 }
 
 export function checkTtl(ttl: unknown): asserts ttl is number {

@@ -92,3 +92,27 @@ describe('lock kinds on the memory backend: read/write locks and semaphores', ()
     }, { mode: 'read' });
   });
 });
+
+describe('LockService.inspect on the memory backend', () => {
+  it('lists holders with holder id, fencing token, since and expiry, and waiters in order', async () => {
+    const backend = new MemoryLockBackend();
+    const a = new LockService(backend, { keyPrefix: 'ins', instanceId: 'a' });
+    const b = new LockService(backend, { keyPrefix: 'ins', instanceId: 'b' });
+    const holder = await a.acquire('file:9', { ttl: 5_000 });
+    const w1 = b.acquire('file:9', { mode: 'read' });
+    const w2 = a.acquire('file:9');
+    const seen = await a.inspect('file:9');
+    expect(seen).toMatchObject({ key: 'file:9', namespace: 'ins', backend: 'memory' });
+    expect(seen.holders).toHaveLength(1);
+    expect(seen.holders[0]).toMatchObject({ mode: 'exclusive', fencingToken: holder.fencingToken });
+    expect(seen.holders[0].holder).toMatch(/\/a$/);
+    expect(seen.holders[0].expiresAt!).toBeGreaterThan(Date.now());
+    expect(seen.waiters!.map((w) => [w.mode, w.holder!.split('/').pop()])).toEqual([['read', 'b'], ['exclusive', 'a']]);
+    await holder.release();
+    await (await w1).release();
+    await (await w2).release();
+    expect((await a.inspect('file:9')).holders).toEqual([]);
+    await a.close();
+    await b.close();
+  });
+});

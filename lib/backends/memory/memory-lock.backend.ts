@@ -1,14 +1,18 @@
-import type { AcquireRequest, HeldLock, LockBackend, LockGrant } from '../lock-backend.interface';
+import type { AcquireRequest, BackendInspection, HeldLock, LockBackend, LockGrant } from '../lock-backend.interface';
 import { LockBackendError } from '../../errors';
 import { monotonicNow } from '../../utils/clock';
 
 interface Holder {
-  readonly shared: boolean;
+  readonly request: AcquireRequest;
+  readonly fencingToken: bigint;
+  readonly since: number;
+  expiresAt: number;
   timer: NodeJS.Timeout;
 }
 
 interface Waiter {
   readonly request: AcquireRequest;
+  readonly since: number;
   resolve(grant: LockGrant): void;
   reject(error: unknown): void;
 }
@@ -55,6 +59,7 @@ export class MemoryLockBackend implements LockBackend {
       };
       const waiter: Waiter = {
         request,
+        since: Date.now(),
         resolve: (grant) => {
           signal.removeEventListener('abort', onAbort);
           resolve(grant);
@@ -76,6 +81,7 @@ export class MemoryLockBackend implements LockBackend {
     if (!holder) return null;
     clearTimeout(holder.timer);
     holder.timer = this.expiryTimer(id, lock.token, ttl);
+    holder.expiresAt = Date.now() + ttl;
     return monotonicNow() + ttl;
   }
 
@@ -87,6 +93,28 @@ export class MemoryLockBackend implements LockBackend {
   async isLocked(namespace: string, key: string): Promise<boolean> {
     this.assertOpen('isLocked');
     return (this.keys.get(stateId({ namespace, key }))?.holders.size ?? 0) > 0;
+  }
+
+  async inspect(namespace: string, key: string): Promise<BackendInspection> {
+    const describe = (request: AcquireRequest) => ({
+      mode: request.mode ?? 'exclusive',
+      ...(request.holder !== undefined && { holder: request.holder }),
+      ...(request.permits !== undefined && { permits: request.permits }),
+    });
+    const lock = this.keys.get(stateId({ namespace, key }));
+    const semaphore = this.keys.get(stateId({ namespace, key, permits: 1 }));
+    const states = [lock, semaphore].filter((state): state is KeyState => state !== undefined);
+    return {
+      holders: states.flatMap((state) =>
+        [...state.holders.values()].map((holder) => ({
+          ...describe(holder.request),
+          fencingToken: holder.fencingToken,
+          since: holder.since,
+          expiresAt: holder.expiresAt,
+        })),
+      ),
+      waiters: states.flatMap((state) => state.queue.map((waiter) => ({ ...describe(waiter.request), since: waiter.since }))),
+    };
   }
 
   async close(): Promise<void> {
@@ -106,11 +134,14 @@ export class MemoryLockBackend implements LockBackend {
       state = { holders: new Map(), queue: [] };
       this.keys.set(id, state);
     }
+    this.lastFencingToken += 1n;
     state.holders.set(request.token, {
-      shared: request.mode === 'read' || request.permits !== undefined,
+      request,
+      fencingToken: this.lastFencingToken,
+      since: Date.now(),
+      expiresAt: Date.now() + request.ttl,
       timer: this.expiryTimer(id, request.token, request.ttl),
     });
-    this.lastFencingToken += 1n;
     return { fencingToken: this.lastFencingToken, validUntil: monotonicNow() + request.ttl };
   }
 
@@ -160,7 +191,7 @@ export class MemoryLockBackend implements LockBackend {
 /** Whether the current holders leave room for this request (the queue order is checked by the caller). */
 function admits(state: KeyState, request: AcquireRequest): boolean {
   if (request.permits !== undefined) return state.holders.size < request.permits;
-  if (request.mode === 'read') return [...state.holders.values()].every((holder) => holder.shared);
+  if (request.mode === 'read') return [...state.holders.values()].every((holder) => holder.request.mode === 'read');
   return state.holders.size === 0;
 }
 
