@@ -1,0 +1,4 @@
+import { etcdFactory } from '../support/backends';
+import { describeLockContract } from './lock-contract';
+
+describeLockContract(etcdFactory);

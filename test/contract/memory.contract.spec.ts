@@ -1,0 +1,4 @@
+import { memoryFactory } from '../support/backends';
+import { describeLockContract } from './lock-contract';
+
+describeLockContract(memoryFactory);

@@ -1,0 +1,4 @@
+import { redisFactory } from '../support/backends';
+import { describeLockContract } from './lock-contract';
+
+describeLockContract(redisFactory);

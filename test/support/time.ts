@@ -1,0 +1,32 @@
+import { performance } from 'node:perf_hooks';
+
+/** Lets time pass (a ttl run out, a waiter settle in). Never used to decide an ordering the test asserts. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Milliseconds since `start` (a performance.now() reading). */
+export function since(start: number): number {
+  return performance.now() - start;
+}
+
+/** `work`, or a rejection naming `what` if it has not settled within `ms`. The timer is always cleared. */
+export async function within<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not happen within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Settles to the value or the error, so a test can assert on a rejection after awaiting it. */
+export function outcome<T>(work: Promise<T>): Promise<{ value?: T; error?: unknown }> {
+  return work.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
+}
