@@ -1,0 +1,44 @@
+import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
+import { WITH_LOCK_METADATA } from '../distributed-lock.constants';
+import { LockInterceptor } from '../interceptors/lock.interceptor';
+import { InvalidKeyTemplateError } from '../key-template/invalid-key-template.error';
+import { parseKeyTemplate } from '../key-template/parse-key-template';
+import type { LockOptions } from '../lock-options';
+import { checkTtl } from '../utils/validate';
+import type { LockKeys, WithLockMetadata } from './with-lock-metadata';
+
+/**
+ * Runs a controller handler (or every handler of a controller), or a provider method, while holding the
+ * lock(s) named by `keys`: `'file:<<id>>'`, `['account:<<from>>', 'account:<<to>>']`, or `(context) => key`.
+ * Templates are parsed here, so a malformed one fails when the app starts.
+ */
+export function WithLock(keys: LockKeys, options: LockOptions = {}): ClassDecorator & MethodDecorator {
+  const metadata = compileWithLock(keys, options);
+  return applyDecorators(SetMetadata(WITH_LOCK_METADATA, metadata), UseInterceptors(LockInterceptor));
+}
+
+function compileWithLock(keys: LockKeys, options: LockOptions): WithLockMetadata {
+  checkOptions(options);
+  if (typeof keys === 'function') return { templates: [], factory: keys, options };
+  const list: readonly unknown[] = Array.isArray(keys) ? keys : [keys];
+  if (list.length === 0) {
+    throw new InvalidKeyTemplateError('[]', 'pass at least one key template, e.g. @WithLock(["account:<<from>>", "account:<<to>>"]).');
+  }
+  return { templates: list.map((template) => parseKeyTemplate(template)), options };
+}
+
+/** Catches typos and impossible numbers now; the combination with module defaults is checked per acquisition. */
+function checkOptions(options: LockOptions): void {
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError(`@WithLock options must be an object such as { ttl: 30000 }, got ${String(options)}.`);
+  }
+  for (const [name, value] of Object.entries(options)) {
+    if (name === 'ttl') checkTtl(value);
+    else if (name === 'waitTimeout' || name === 'renewInterval') {
+      const valid = typeof value === 'number' && (name === 'waitTimeout' ? value >= 0 : value > 0 && Number.isFinite(value));
+      if (!valid) throw new TypeError(`Invalid @WithLock option ${name}=${String(value)}: use a number of milliseconds${name === 'waitTimeout' ? ' >= 0' : ' > 0'}.`);
+    } else {
+      throw new TypeError(`Unknown @WithLock option "${name}". Known options: ttl, waitTimeout, renewInterval.`);
+    }
+  }
+}

@@ -1,0 +1,49 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { LockBackend } from './backends/lock-backend.interface';
+import { MemoryLockBackend } from './backends/memory/memory-lock.backend';
+import {
+  ConfigurableModuleClass,
+  DISTRIBUTED_LOCK_MODULE_OPTIONS,
+  DistributedLockModuleOptions,
+  OPTIONS_TYPE,
+} from './distributed-lock.module-definition';
+import { LockExplorer } from './explorer/lock.explorer';
+import { LockMetadataAccessor } from './explorer/lock-metadata.accessor';
+import { LockService } from './lock.service';
+
+/**
+ * Provides LockService and the backend (token `LockBackend`), and locks `@WithLock` provider methods.
+ * LockService releases every lock it still holds, then closes what the backend created, on application
+ * shutdown (`app.close()`, or a signal with `app.enableShutdownHooks()`); a client you passed in stays open.
+ */
+@Module({
+  imports: [DiscoveryModule],
+  providers: [
+    {
+      provide: LockBackend,
+      useFactory: (options: DistributedLockModuleOptions) => options.backend ?? new MemoryLockBackend(),
+      inject: [DISTRIBUTED_LOCK_MODULE_OPTIONS],
+    },
+    {
+      provide: LockService,
+      useFactory: (backend: LockBackend, { backend: _given, ...options }: DistributedLockModuleOptions) =>
+        new LockService(backend, options),
+      inject: [LockBackend, DISTRIBUTED_LOCK_MODULE_OPTIONS],
+    },
+    LockMetadataAccessor,
+    LockExplorer,
+  ],
+  exports: [LockService, LockBackend],
+})
+export class DistributedLockModule extends ConfigurableModuleClass {
+  /** `forRoot(new RedisLockBackend({ client }))`, or `forRoot({ backend, keyPrefix, defaults, isGlobal })`. */
+  static override forRoot(backendOrOptions: LockBackend | typeof OPTIONS_TYPE = {}): DynamicModule {
+    return super.forRoot(isLockBackend(backendOrOptions) ? { backend: backendOrOptions } : backendOrOptions);
+  }
+}
+
+function isLockBackend(value: unknown): value is LockBackend {
+  const candidate = value as Partial<LockBackend> | null;
+  return typeof candidate?.acquire === 'function' && typeof candidate.tryAcquire === 'function';
+}

@@ -1,0 +1,71 @@
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { CONTROLLER_WATERMARK } from '@nestjs/common/constants';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
+import { LOGGER_CONTEXT } from '../distributed-lock.constants';
+import { LockService } from '../lock.service';
+import { LockMetadataAccessor } from './lock-metadata.accessor';
+import { createLockedMethod, isLockedMethod } from './locked-method';
+
+/**
+ * Interceptors only reach route handlers, so `@WithLock` methods of ordinary providers are found here,
+ * once the module initialises, and replaced on the instance with a locked version.
+ * Controllers are left to LockInterceptor.
+ */
+@Injectable()
+export class LockExplorer implements OnModuleInit {
+  private readonly logger = new Logger(LOGGER_CONTEXT);
+
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly metadata: LockMetadataAccessor,
+    private readonly locks: LockService,
+  ) {}
+
+  onModuleInit(): void {
+    for (const wrapper of this.discovery.getProviders()) this.explore(wrapper);
+  }
+
+  private explore(wrapper: InstanceWrapper): void {
+    const { instance } = wrapper;
+    if (!instance || typeof instance !== 'object' || wrapper.isAlias) return;
+    const prototype = Object.getPrototypeOf(instance);
+    if (!prototype || Reflect.getMetadata(CONTROLLER_WATERMARK, instance.constructor)) return;
+    const className = instance.constructor?.name ?? String(wrapper.name);
+    if (this.metadata.getWithLock(instance.constructor)) {
+      this.logger.warn(
+        `@WithLock on the class ${className} has no effect: on providers it goes on each method to lock (class-level @WithLock is for controllers).`,
+      );
+    }
+    const methodNames = this.scanner.getAllMethodNames(prototype).filter((name) => this.metadata.getWithLock(prototype[name]));
+    if (methodNames.length === 0) return;
+    if (!wrapper.isDependencyTreeStatic()) {
+      this.logger.warn(
+        `${className} is request-scoped (or depends on a request-scoped provider), so @WithLock on ` +
+          `${methodNames.map((name) => `${className}.${name}`).join(', ')} is ignored. ` +
+          `Move the locked methods to a singleton provider, or lock with LockService.run() inside them.`,
+      );
+      return;
+    }
+    // Transient providers have one instance per consumer.
+    const instances = wrapper.isTransient
+      ? wrapper.getStaticTransientInstances().flatMap((perContext) => (perContext?.instance ? [perContext.instance] : []))
+      : [instance];
+    for (const target of instances) {
+      for (const methodName of methodNames) this.lockMethod(target as Record<string, unknown>, prototype, className, methodName);
+    }
+  }
+
+  private lockMethod(instance: Record<string, unknown>, prototype: object, className: string, methodName: string): void {
+    // The same object can be registered twice (useValue in two modules); lock it once.
+    if (isLockedMethod(instance[methodName])) return;
+    const metadata = this.metadata.getWithLock(prototype[methodName as keyof typeof prototype])!;
+    instance[methodName] = createLockedMethod(this.locks, metadata, {
+      instance,
+      methodName,
+      where: `${className}.${methodName}`,
+      returnType: Reflect.getMetadata('design:returntype', prototype, methodName),
+    });
+  }
+}

@@ -1,0 +1,77 @@
+import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
+import { defer, isObservable, Observable } from 'rxjs';
+import type { WithLockMetadata } from '../decorators/with-lock-metadata';
+import { lockedObservable, lockedPromise } from '../interceptors/locked-call';
+import { compileArgumentLookup } from '../key-template/argument-lookup';
+import { renderKeyTemplate } from '../key-template/render-key-template';
+import type { LockService } from '../lock.service';
+
+const LOCKED = Symbol('DISTRIBUTED_LOCK:LOCKED_METHOD');
+
+/** The context type a key function sees for a provider method (`context.getArgs()` are the arguments). */
+export const METHOD_CONTEXT_TYPE = 'method';
+
+export interface LockedMethodTarget {
+  instance: object;
+  methodName: string;
+  /** `Class.method`, for messages. */
+  where: string;
+  /** `design:returntype` of the method, when TypeScript emitted it. */
+  returnType: unknown;
+}
+
+export function isLockedMethod(method: unknown): boolean {
+  return typeof method === 'function' && LOCKED in method;
+}
+
+/**
+ * Builds the replacement for a `@WithLock` provider method. Declared to return an Observable: returns a
+ * cold Observable that takes the lock on subscribe and holds it until completion, error or unsubscribe.
+ * Otherwise returns a Promise that holds the lock until the method's result settles, with exactly that
+ * result or error. Placeholders are checked here, at startup.
+ */
+export function createLockedMethod(locks: LockService, metadata: WithLockMetadata, target: LockedMethodTarget): Function {
+  const original = (target.instance as Record<string, Function>)[target.methodName];
+  const keysFor = compileKeys(metadata, original, target);
+  const returnsObservable =
+    target.returnType === Observable || (typeof target.returnType === 'function' && target.returnType.prototype instanceof Observable);
+
+  const locked = returnsObservable
+    ? function (this: unknown, ...args: unknown[]): Observable<unknown> {
+        return lockedObservable(locks, () => keysFor(args), metadata.options, () => defer(() => original.apply(this, args)));
+      }
+    : async function (this: unknown, ...args: unknown[]): Promise<unknown> {
+        return lockedPromise(locks, keysFor(args), metadata.options, () => {
+          const result = original.apply(this, args);
+          if (isObservable(result)) {
+            throw new TypeError(
+              `${target.where} is locked with @WithLock and returned an Observable, but does not declare it. ` +
+                `Annotate its return type (: Observable<...>) so the lock is held until the Observable completes.`,
+            );
+          }
+          return result;
+        });
+      };
+  Object.defineProperty(locked, 'name', { value: original.name });
+  // Other decorators' metadata stays readable on the replacement.
+  for (const key of Reflect.getMetadataKeys(original)) Reflect.defineMetadata(key, Reflect.getMetadata(key, original), locked);
+  Object.defineProperty(locked, LOCKED, { value: true });
+  return locked;
+}
+
+function compileKeys(metadata: WithLockMetadata, original: Function, target: LockedMethodTarget): (args: unknown[]) => readonly string[] {
+  const { factory } = metadata;
+  if (factory) {
+    return (args) => {
+      const context = new ExecutionContextHost(args, target.instance.constructor as never, original);
+      context.setType(METHOD_CONTEXT_TYPE);
+      const keys = factory(context);
+      return typeof keys === 'string' ? [keys] : keys;
+    };
+  }
+  const lookupFor = compileArgumentLookup(metadata.templates, original, target.where);
+  return (args) => {
+    const lookup = lookupFor(args);
+    return metadata.templates.map((template) => renderKeyTemplate(template, lookup));
+  };
+}

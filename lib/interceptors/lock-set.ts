@@ -1,0 +1,81 @@
+import { Logger } from '@nestjs/common';
+import { currentLockScope, scopeKey } from '../context/lock-context';
+import { LOGGER_CONTEXT } from '../distributed-lock.constants';
+import type { LockHandle } from '../lock-handle';
+import type { LockOptions } from '../lock-options';
+import type { LockService } from '../lock.service';
+import { validateLockKey } from '../utils/validate';
+
+/**
+ * The locks one handler or method call holds. Several keys are taken in sorted order, so two calls that
+ * need the same keys in opposite order (a transfer a->b and b->a) cannot deadlock. A key the current call
+ * chain already holds is reused, not acquired again (reentrancy): only the call that acquired it releases it.
+ */
+export class LockSet {
+  private releasing: Promise<void> | undefined;
+
+  private constructor(
+    private readonly service: LockService,
+    /** Every key of the call, in acquisition order, with its handle. */
+    readonly handles: ReadonlyMap<string, LockHandle>,
+    /** The handles this set acquired itself and must release. */
+    private readonly owned: readonly LockHandle[],
+  ) {}
+
+  /** Acquires every key; if one fails, releases those already taken and rethrows that failure. */
+  static async acquire(service: LockService, keys: readonly string[], options: LockOptions): Promise<LockSet> {
+    // Normalise first so that spelling variants sort and de-duplicate as the one key they are.
+    const ordered = [...new Set(keys.map((key) => validateLockKey(key)))].sort();
+    const handles = new Map<string, LockHandle>();
+    const owned: LockHandle[] = [];
+    try {
+      for (const key of ordered) {
+        let handle = service.current(key);
+        if (!handle) {
+          handle = await service.acquire(key, options);
+          owned.push(handle);
+        }
+        handles.set(key, handle);
+      }
+    } catch (error) {
+      await releaseAll(owned);
+      throw error;
+    }
+    return new LockSet(service, handles, owned);
+  }
+
+  /** Makes the handles visible to `LockService.current()` and to nested acquisitions in the current lock scope. */
+  register(): void {
+    const scope = currentLockScope();
+    if (!scope) throw new Error('LockSet.register() must run inside runInLockScope().');
+    for (const [key, handle] of this.handles) scope.held.set(scopeKey(this.service.keyPrefix, key), handle);
+  }
+
+  /** Aborted, with its LockLostError, as soon as any of the locks is lost. */
+  signal(): AbortSignal {
+    return AbortSignal.any([...this.handles.values()].map((handle) => handle.signal));
+  }
+
+  /**
+   * Releases what this set acquired, in reverse order. Idempotent and never rejects: the work is done,
+   * and a lock whose release failed expires after its ttl.
+   */
+  release(): Promise<void> {
+    this.releasing ??= releaseAll(this.owned);
+    return this.releasing;
+  }
+}
+
+const logger = new Logger(LOGGER_CONTEXT);
+
+async function releaseAll(handles: readonly LockHandle[]): Promise<void> {
+  for (const handle of [...handles].reverse()) {
+    try {
+      await handle.release();
+    } catch (error) {
+      logger.warn(
+        `Could not release lock "${handle.key}"; it expires after its ttl. ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+  }
+}

@@ -1,0 +1,99 @@
+import { CallHandler, ExecutionContext, HttpException, Injectable, NestInterceptor, Optional } from '@nestjs/common';
+import { HttpAdapterHost, Reflector } from '@nestjs/core';
+import { catchError, Observable, throwError } from 'rxjs';
+import type { WithLockMetadata } from '../decorators/with-lock-metadata';
+import { REQUEST_LOCKS, WITH_LOCK_METADATA } from '../distributed-lock.constants';
+import { LockTimeoutError } from '../errors';
+import { contextLookup } from '../key-template/context-lookup';
+import { PlaceholderLookup, renderKeyTemplate } from '../key-template/render-key-template';
+import { LockService } from '../lock.service';
+import { describeLockError, LockErrorResponse } from './lock-error-response';
+import { lockedObservable } from './locked-call';
+
+/**
+ * Applied by `@WithLock`. Acquires the handler's key(s) before it runs and releases them when its
+ * Observable completes, errors or is unsubscribed, so streamed responses (SSE) hold the lock to the end.
+ *
+ * Lock failures become: busy past waitTimeout -> 409 with `Retry-After`; lock lost while the handler ran,
+ * or backend unreachable -> 503; bad key or unresolved placeholder -> 400. RPC and WebSocket handlers get
+ * an RpcException / WsException with the same body. Extend this class and override `resolveKeys`,
+ * `mapError` or `retryAfterSeconds` to change that.
+ */
+@Injectable()
+export class LockInterceptor implements NestInterceptor {
+  constructor(
+    protected readonly locks: LockService,
+    protected readonly reflector: Reflector,
+    @Optional() protected readonly adapterHost?: HttpAdapterHost,
+  ) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const metadata = this.reflector.getAllAndOverride<WithLockMetadata | undefined>(WITH_LOCK_METADATA, [
+      context.getHandler(),
+      context.getClass(),
+    ]);
+    if (!metadata) return next.handle();
+    return lockedObservable(this.locks, () => this.resolveKeys(context, metadata), metadata.options, (locks) => {
+      if (context.getType() === 'http') context.switchToHttp().getRequest()[REQUEST_LOCKS] = locks.handles;
+      return next.handle();
+    }).pipe(catchError((error: unknown) => throwError(() => this.mapError(error, context))));
+  }
+
+  /** The keys to lock for this call. Throw here to reject it (the error goes through `mapError`). */
+  protected resolveKeys(context: ExecutionContext, metadata: WithLockMetadata): readonly string[] {
+    if (metadata.factory) {
+      const keys = metadata.factory(context);
+      return typeof keys === 'string' ? [keys] : keys;
+    }
+    // Built on first use, so a template without placeholders also works in other context types (graphql...).
+    let lookup: PlaceholderLookup | undefined;
+    const lazyLookup: PlaceholderLookup = (placeholder) => (lookup ??= contextLookup(context))(placeholder);
+    return metadata.templates.map((template) => renderKeyTemplate(template, lazyLookup));
+  }
+
+  /**
+   * Turns a lock failure into what the transport answers (see describeLockError): an HttpException, or an
+   * RpcException / WsException carrying the same body. Other errors pass through unchanged.
+   */
+  protected mapError(error: unknown, context: ExecutionContext): unknown {
+    const response = describeLockError(error);
+    if (!response) return error;
+    switch (context.getType<string>()) {
+      case 'http':
+        if (error instanceof LockTimeoutError) this.setHeader(context, 'Retry-After', String(this.retryAfterSeconds(error)));
+        return new HttpException(response, response.statusCode, { cause: error });
+      case 'rpc':
+        return transportException('@nestjs/microservices', 'RpcException', response) ?? error;
+      case 'ws':
+        return transportException('@nestjs/websockets', 'WsException', response) ?? error;
+      default:
+        return error;
+    }
+  }
+
+  /** `Retry-After` for a 409, in seconds. The holder's remaining time is unknown, so a short default. */
+  protected retryAfterSeconds(_error: LockTimeoutError): number {
+    return 1;
+  }
+
+  private setHeader(context: ExecutionContext, name: string, value: string): void {
+    const response = context.switchToHttp().getResponse();
+    const adapter = this.adapterHost?.httpAdapter;
+    if (adapter) adapter.setHeader(response, name, value);
+    else response?.setHeader?.(name, value);
+  }
+}
+
+/**
+ * Those packages are installed whenever an rpc or ws handler runs, but this library must not require them
+ * otherwise. Their filters send the object to the client as the error.
+ */
+function transportException(packageName: string, className: string, response: LockErrorResponse): Error | undefined {
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const exception = require(packageName)[className] as new (error: object) => Error;
+    return new exception({ status: 'error', ...response });
+  } catch {
+    return undefined;
+  }
+}

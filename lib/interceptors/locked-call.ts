@@ -1,0 +1,98 @@
+import { MonoTypeOperatorFunction, Observable, Subscription } from 'rxjs';
+import { raceAbort } from '../backends/shared/abort';
+import { runInLockScope } from '../context/lock-context';
+import type { LockOptions } from '../lock-options';
+import type { LockService } from '../lock.service';
+import { handlerLocksStorage } from './handler-locks.storage';
+import { LockSet } from './lock-set';
+
+/**
+ * A cold Observable that acquires the keys when subscribed, runs `work` inside the lock scope, and releases
+ * when the work completes, errors or is unsubscribed (an HTTP client that disconnects from an SSE stream).
+ * Completion and errors are forwarded only after the release, so whoever sees the result can take the lock.
+ * If a lock is lost while the work runs, the stream errors at once with that LockLostError.
+ */
+export function lockedObservable<T>(
+  service: LockService,
+  resolveKeys: () => readonly string[],
+  options: LockOptions,
+  work: (locks: LockSet) => Observable<T>,
+): Observable<T> {
+  return new Observable<T>((subscriber) => {
+    let locks: LockSet | undefined;
+    let inner: Subscription | undefined;
+    (async () => LockSet.acquire(service, resolveKeys(), options))().then(
+      (acquired) => {
+        locks = acquired;
+        if (subscriber.closed) {
+          // Unsubscribed while waiting for the lock: nobody will run the work.
+          void acquired.release();
+          return;
+        }
+        runInLockScope(() =>
+          handlerLocksStorage.run(acquired.handles, () => {
+            acquired.register();
+            let source: Observable<T>;
+            try {
+              source = work(acquired);
+            } catch (error) {
+              void acquired.release().then(() => subscriber.error(error));
+              return;
+            }
+            inner = source.pipe(failWhenAborted(acquired.signal())).subscribe({
+              next: (value) => subscriber.next(value),
+              error: (error: unknown) => void acquired.release().then(() => subscriber.error(error)),
+              complete: () => void acquired.release().then(() => subscriber.complete()),
+            });
+          }),
+        );
+      },
+      (error: unknown) => subscriber.error(error),
+    );
+    return () => {
+      inner?.unsubscribe();
+      void locks?.release();
+    };
+  });
+}
+
+/**
+ * Promise form for provider methods: acquires, runs `work` in the lock scope, releases when it settles,
+ * and returns or rethrows exactly what it did. Rejects with the LockLostError as soon as a lock is lost.
+ */
+export async function lockedPromise<T>(
+  service: LockService,
+  keys: readonly string[],
+  options: LockOptions,
+  work: () => T | PromiseLike<T>,
+): Promise<T> {
+  const locks = await LockSet.acquire(service, keys, options);
+  return runInLockScope(() =>
+    handlerLocksStorage.run(locks.handles, async () => {
+      try {
+        locks.register();
+        const lost = locks.signal();
+        // A lock can be lost before the work starts (a slow grant); then the work does not run at all.
+        lost.throwIfAborted();
+        return await raceAbort(Promise.resolve(work()), lost, () => lost.reason);
+      } finally {
+        await locks.release();
+      }
+    }),
+  );
+}
+
+/** Mirrors the source, but errors with the signal's reason (the LockLostError) as soon as it aborts. */
+function failWhenAborted<T>(signal: AbortSignal): MonoTypeOperatorFunction<T> {
+  return (source) =>
+    new Observable<T>((subscriber) => {
+      const onAbort = () => subscriber.error(signal.reason);
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      const subscription = source.subscribe(subscriber);
+      return () => {
+        signal.removeEventListener('abort', onAbort);
+        subscription.unsubscribe();
+      };
+    });
+}

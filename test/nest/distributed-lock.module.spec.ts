@@ -1,0 +1,149 @@
+import { Inject, Injectable, Module } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import Redis from 'ioredis';
+import { LockBackend } from '../../lib/backends/lock-backend.interface';
+import { MemoryLockBackend } from '../../lib/backends/memory/memory-lock.backend';
+import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
+import { DistributedLockModule } from '../../lib/distributed-lock.module';
+import { DistributedLockModuleOptions, DistributedLockOptionsFactory } from '../../lib/distributed-lock.module-definition';
+import { LockBackendError, LockTimeoutError } from '../../lib/errors';
+import { LockService } from '../../lib/lock.service';
+import { sharedRedisUrl } from '../support/shared-servers';
+
+const CONFIG = 'TEST_CONFIG';
+
+@Module({ providers: [{ provide: CONFIG, useValue: { prefix: 'from-config' } }], exports: [CONFIG] })
+class ConfigModule {}
+
+@Injectable()
+class LockOptionsFromConfig implements DistributedLockOptionsFactory {
+  createDistributedLockOptions(): DistributedLockModuleOptions {
+    return { keyPrefix: 'from-class', defaults: { waitTimeout: 0 } };
+  }
+}
+
+@Module({ providers: [LockOptionsFromConfig], exports: [LockOptionsFromConfig] })
+class OptionsModule {}
+
+@Injectable()
+class Consumer {
+  constructor(@Inject(LockService) readonly locks: LockService) {}
+}
+
+async function compile(imports: unknown[], providers: unknown[] = []) {
+  return Test.createTestingModule({ imports: imports as never[], providers: providers as never[] }).compile();
+}
+
+describe('DistributedLockModule', () => {
+  it('defaults to an in-memory backend and the "locks" prefix', async () => {
+    const moduleRef = await compile([DistributedLockModule.forRoot()]);
+    const locks = moduleRef.get(LockService);
+    expect(moduleRef.get(LockBackend)).toBeInstanceOf(MemoryLockBackend);
+    expect(locks.backend).toBe(moduleRef.get(LockBackend));
+    expect(locks.keyPrefix).toBe('locks');
+    await moduleRef.close();
+  });
+
+  it('accepts a backend instance', async () => {
+    const backend = new MemoryLockBackend();
+    const moduleRef = await compile([DistributedLockModule.forRoot(backend)]);
+    expect(moduleRef.get(LockBackend)).toBe(backend);
+    expect(moduleRef.get(LockService).backend).toBe(backend);
+    await moduleRef.close();
+  });
+
+  it('passes keyPrefix and defaults to LockService', async () => {
+    const moduleRef = await compile([DistributedLockModule.forRoot({ keyPrefix: 'app', defaults: { ttl: 2_000, waitTimeout: 0 } })]);
+    const locks = moduleRef.get(LockService);
+    expect(locks.keyPrefix).toBe('app');
+    const held = await locks.acquire('k');
+    await expect(locks.acquire('k')).rejects.toBeInstanceOf(LockTimeoutError);
+    await held.release();
+    await moduleRef.close();
+  });
+
+  it('fails at startup on invalid options', async () => {
+    await expect(compile([DistributedLockModule.forRoot({ keyPrefix: '{bad}' })])).rejects.toThrow(/Invalid keyPrefix/);
+  });
+
+  it('forRootAsync with useFactory, imports and inject', async () => {
+    const moduleRef = await compile([
+      DistributedLockModule.forRootAsync({
+        imports: [ConfigModule],
+        inject: [CONFIG],
+        useFactory: async (config: { prefix: string }) => ({ keyPrefix: config.prefix }),
+      }),
+    ]);
+    expect(moduleRef.get(LockService).keyPrefix).toBe('from-config');
+    expect(moduleRef.get(LockBackend)).toBeInstanceOf(MemoryLockBackend);
+    await moduleRef.close();
+  });
+
+  it('forRootAsync with useClass', async () => {
+    const moduleRef = await compile([DistributedLockModule.forRootAsync({ useClass: LockOptionsFromConfig })]);
+    const locks = moduleRef.get(LockService);
+    expect(locks.keyPrefix).toBe('from-class');
+    const held = await locks.acquire('k');
+    await expect(locks.acquire('k')).rejects.toBeInstanceOf(LockTimeoutError);
+    await held.release();
+    await moduleRef.close();
+  });
+
+  it('forRootAsync with useExisting', async () => {
+    const moduleRef = await compile([
+      DistributedLockModule.forRootAsync({ imports: [OptionsModule], useExisting: LockOptionsFromConfig }),
+    ]);
+    expect(moduleRef.get(LockService).keyPrefix).toBe('from-class');
+    await moduleRef.close();
+  });
+
+  it('isGlobal makes LockService injectable without importing the module', async () => {
+    @Module({ providers: [Consumer], exports: [Consumer] })
+    class FeatureModule {}
+    const moduleRef = await compile([DistributedLockModule.forRoot({ isGlobal: true }), FeatureModule]);
+    expect(moduleRef.get(Consumer).locks).toBe(moduleRef.get(LockService));
+    await moduleRef.close();
+
+    const asyncRef = await compile([DistributedLockModule.forRootAsync({ isGlobal: true, useFactory: () => ({}) }), FeatureModule]);
+    expect(asyncRef.get(Consumer).locks).toBe(asyncRef.get(LockService));
+    await asyncRef.close();
+  });
+
+  it('is not global by default', async () => {
+    @Module({ providers: [Consumer] })
+    class FeatureModule {}
+    await expect(compile([DistributedLockModule.forRoot(), FeatureModule])).rejects.toThrow(/can't resolve dependencies of the Consumer/);
+  });
+
+  it('releases every held lock and closes the backend on application shutdown', async () => {
+    const backend = new MemoryLockBackend();
+    const moduleRef = await compile([DistributedLockModule.forRoot(backend)]);
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    const locks = app.get(LockService);
+    const handles = await Promise.all([locks.acquire('a'), locks.acquire('b')]);
+    await app.close();
+    expect(handles.map((handle) => handle.state)).toEqual(['released', 'released']);
+    await expect(backend.tryAcquire({ namespace: 'locks', key: 'a', token: 't', ttl: 1_000 })).rejects.toBeInstanceOf(LockBackendError);
+  });
+
+  it('on shutdown frees the locks on Redis but leaves the application’s client open', async () => {
+    const client = new Redis(sharedRedisUrl(), { lazyConnect: false });
+    const observer = new LockService(new RedisLockBackend({ client }), { keyPrefix: 'module-spec' });
+    try {
+      const moduleRef = await compile([
+        DistributedLockModule.forRoot({ backend: new RedisLockBackend({ client }), keyPrefix: 'module-spec' }),
+      ]);
+      const app = moduleRef.createNestApplication({ logger: false });
+      await app.init();
+      await app.get(LockService).acquire('shutdown', { ttl: 30_000 });
+      expect(await observer.isLocked('shutdown')).toBe(true);
+      await app.close();
+      expect(await observer.isLocked('shutdown')).toBe(false);
+      expect(await client.ping()).toBe('PONG');
+    } finally {
+      await observer.close();
+      client.disconnect();
+    }
+  });
+});

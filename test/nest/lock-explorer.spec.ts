@@ -1,0 +1,310 @@
+import { Controller, Get, INestApplication, Injectable, Module, Scope, SetMetadata } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { firstValueFrom, isObservable, Observable, of, Subscriber, toArray } from 'rxjs';
+import { MemoryLockBackend } from '../../lib/backends/memory/memory-lock.backend';
+import { DistributedLockModule } from '../../lib/distributed-lock.module';
+import { WithLock } from '../../lib/decorators/with-lock.decorator';
+import { LockLostError } from '../../lib/errors';
+import { isLockedMethod } from '../../lib/explorer/locked-method';
+import { InvalidKeyTemplateError } from '../../lib/key-template/invalid-key-template.error';
+import { UnresolvedPlaceholderError } from '../../lib/key-template/unresolved-placeholder.error';
+import type { LockHandle } from '../../lib/lock-handle';
+import { LockService } from '../../lib/lock.service';
+import { RecordingBackend } from '../support/recording-backend';
+import { CaptureLogger } from './support/capture-logger';
+import { deferred, Gates } from './support/gates';
+
+const TAGGED = 'test:tagged';
+
+@Injectable()
+class ReportService {
+  lastLock?: LockHandle;
+
+  constructor(
+    private readonly locks: LockService,
+    private readonly gates: Gates,
+  ) {}
+
+  @WithLock('report:<<reportId>>')
+  @SetMetadata(TAGGED, 'generate')
+  async generate(reportId: string, gate?: string): Promise<string> {
+    this.lastLock = this.locks.current(`report:${reportId}`);
+    if (gate) await this.gates.pass(gate);
+    return `report ${reportId}`;
+  }
+
+  @WithLock('report:<<0>>')
+  async fail(_id: string, error: Error): Promise<never> {
+    throw error;
+  }
+
+  @WithLock('report:<<0>>')
+  failSync(_id: string, error: Error): never {
+    throw error;
+  }
+
+  @WithLock('order:<<order.id>>')
+  async byOrder(order: { id: number }): Promise<string | undefined> {
+    return this.locks.current()?.key;
+  }
+
+  @WithLock('report:<<0>>')
+  async outer(id: string): Promise<{ outer: bigint; inner: bigint }> {
+    return { outer: this.locks.current()!.fencingToken, inner: await this.inner(id) };
+  }
+
+  @WithLock('report:<<0>>', { waitTimeout: 0 })
+  async inner(_id: string): Promise<bigint> {
+    return this.locks.current()!.fencingToken;
+  }
+
+  @WithLock('feed:<<0>>')
+  feed(_id: string, source: Observable<number>): Observable<number> {
+    return source;
+  }
+
+  @WithLock('feed:<<0>>')
+  // eslint-disable-next-line @typescript-eslint/explicit-module-boundary-types
+  undeclared(_id: string) {
+    return of(1);
+  }
+
+  @WithLock((context) => `job:${String(context.getArgs()[0])}:${context.getType()}`)
+  async job(_name: string): Promise<string | undefined> {
+    return this.locks.current()?.key;
+  }
+
+  @WithLock('report:<<0>>', { ttl: 1_000, renewInterval: 50 })
+  async losable(_id: string, gate: string): Promise<string> {
+    this.lastLock = this.locks.current();
+    await this.gates.pass(gate);
+    return 'finished';
+  }
+}
+
+@Injectable({ scope: Scope.TRANSIENT })
+class TransientWorker {
+  @WithLock('transient:<<0>>')
+  async work(_id: string): Promise<boolean> {
+    return true;
+  }
+}
+
+@Injectable()
+class TransientConsumer {
+  constructor(readonly worker: TransientWorker) {}
+}
+
+@Controller('reports')
+class ReportsController {
+  @Get(':id')
+  @WithLock('report:<<id>>')
+  read(): string {
+    return 'ok';
+  }
+}
+
+describe('@WithLock on provider methods (explorer)', () => {
+  let app: INestApplication;
+  let service: ReportService;
+  let locks: LockService;
+  let backend: RecordingBackend;
+  let gates: Gates;
+
+  beforeEach(async () => {
+    gates = new Gates();
+    backend = new RecordingBackend(new MemoryLockBackend());
+    const moduleRef = await Test.createTestingModule({
+      imports: [DistributedLockModule.forRoot({ backend, defaults: { ttl: 5_000, waitTimeout: 5_000 } })],
+      controllers: [ReportsController],
+      providers: [ReportService, TransientWorker, TransientConsumer, { provide: Gates, useValue: gates }],
+    }).compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    service = app.get(ReportService);
+    locks = app.get(LockService);
+  });
+
+  afterEach(async () => {
+    gates.openAll();
+    await app.close();
+  });
+
+  it('holds the lock while the method runs and returns its result', async () => {
+    const pending = service.generate('r1', 'generate:r1');
+    await gates.entered('generate:r1');
+    expect(await locks.isLocked('report:r1')).toBe(true);
+    expect(service.lastLock?.key).toBe('report:r1');
+    gates.open('generate:r1');
+    await expect(pending).resolves.toBe('report r1');
+    expect(await locks.isLocked('report:r1')).toBe(false);
+  });
+
+  it('serialises calls on the same key', async () => {
+    const first = service.generate('r2', 'first');
+    await gates.entered('first');
+    const second = service.generate('r2', 'second');
+    let secondEntered = false;
+    void gates.entered('second').then(() => (secondEntered = true));
+    gates.open('second');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(secondEntered).toBe(false);
+    gates.open('first');
+    await expect(first).resolves.toBe('report r2');
+    await expect(second).resolves.toBe('report r2');
+    expect(secondEntered).toBe(true);
+  });
+
+  it('rethrows exactly what the method threw, sync or async, and releases', async () => {
+    const error = new Error('boom');
+    await expect(service.fail('r3', error)).rejects.toBe(error);
+    await expect(service.failSync('r3', error)).rejects.toBe(error);
+    expect(await locks.isLocked('report:r3')).toBe(false);
+  });
+
+  it('resolves placeholders by parameter name and path', async () => {
+    await expect(service.byOrder({ id: 42 })).resolves.toBe('order:42');
+  });
+
+  it('rejects a call whose placeholder has no value, without locking anything', async () => {
+    const before = backend.serverCalls;
+    await expect(service.byOrder(undefined as never)).rejects.toBeInstanceOf(UnresolvedPlaceholderError);
+    await expect(service.byOrder({} as never)).rejects.toThrow('<<order.id>> is missing');
+    expect(backend.serverCalls).toBe(before);
+  });
+
+  it('is reentrant: a locked method calling another on the same key reuses the lock', async () => {
+    const { outer, inner } = await service.outer('r4');
+    expect(inner).toBe(outer);
+    expect(await locks.isLocked('report:r4')).toBe(false);
+  });
+
+  it('returns a cold Observable that holds the lock from subscription to completion', async () => {
+    const { source, subscribed } = controllable<number>();
+    const result = service.feed('f1', source);
+    expect(isObservable(result)).toBe(true);
+    expect(await locks.isLocked('feed:f1')).toBe(false);
+    const values = firstValueFrom(result.pipe(toArray()));
+    const subscriber = await subscribed;
+    expect(await locks.isLocked('feed:f1')).toBe(true);
+    subscriber.next(1);
+    subscriber.next(2);
+    expect(await locks.isLocked('feed:f1')).toBe(true);
+    subscriber.complete();
+    await expect(values).resolves.toEqual([1, 2]);
+    expect(await locks.isLocked('feed:f1')).toBe(false);
+  });
+
+  it('releases when the Observable is unsubscribed', async () => {
+    const { source, subscribed, unsubscribed } = controllable<number>();
+    const subscription = service.feed('f2', source).subscribe();
+    await subscribed;
+    expect(await locks.isLocked('feed:f2')).toBe(true);
+    subscription.unsubscribe();
+    await unsubscribed;
+    await waitUntil(async () => !(await locks.isLocked('feed:f2')));
+  });
+
+  it('refuses an Observable from a method that does not declare it, and releases', async () => {
+    await expect(service.undeclared('f3')).rejects.toThrow(/Annotate its return type/);
+    expect(await locks.isLocked('feed:f3')).toBe(false);
+  });
+
+  it('calls a key function with the arguments and the "method" context type', async () => {
+    await expect(service.job('nightly')).resolves.toBe('job:nightly:method');
+  });
+
+  it('rejects with LockLostError as soon as the lock is lost', async () => {
+    const pending = service.losable('r5', 'losable');
+    await gates.entered('losable');
+    await backend.release(backend.granted(service.lastLock!.token));
+    await expect(pending).rejects.toBeInstanceOf(LockLostError);
+  });
+
+  it('keeps other decorators’ metadata and the method name on the locked method', () => {
+    expect(isLockedMethod(service.generate)).toBe(true);
+    expect(service.generate.name).toBe('generate');
+    expect(Reflect.getMetadata(TAGGED, service.generate)).toBe('generate');
+  });
+
+  it('locks each instance of a transient provider', async () => {
+    const worker = app.get(TransientConsumer).worker;
+    expect(isLockedMethod(worker.work)).toBe(true);
+    await expect(worker.work('t1')).resolves.toBe(true);
+  });
+
+  it('leaves controllers to the interceptor', () => {
+    expect(isLockedMethod(app.get(ReportsController).read)).toBe(false);
+  });
+});
+
+describe('explorer startup checks', () => {
+  async function boot(providers: Function[]): Promise<{ app: INestApplication; logger: CaptureLogger }> {
+    const logger = new CaptureLogger();
+    @Module({ providers: providers as never[] })
+    class FeatureModule {}
+    // Global, like the interceptor's LockService must be visible wherever @WithLock is used.
+    const moduleRef = await Test.createTestingModule({ imports: [DistributedLockModule.forRoot({ isGlobal: true }), FeatureModule] })
+      .setLogger(logger)
+      .compile();
+    const app = moduleRef.createNestApplication({ logger });
+    return { app, logger };
+  }
+
+  it('fails at startup for a placeholder that names no parameter', async () => {
+    @Injectable()
+    class Misnamed {
+      @WithLock('report:<<reportid>>')
+      async run(reportId: string): Promise<string> {
+        return reportId;
+      }
+    }
+    const { app } = await boot([Misnamed]);
+    await expect(app.init()).rejects.toThrow(InvalidKeyTemplateError);
+    await expect(app.init()).rejects.toThrow(/<<reportid>> on Misnamed.run names no parameter \(its parameters are reportId\)/);
+    await app.close();
+  });
+
+  it('warns about request-scoped providers and class-level @WithLock on providers', async () => {
+    @Injectable({ scope: Scope.REQUEST })
+    class PerRequest {
+      @WithLock('x:<<0>>')
+      async run(id: string): Promise<string> {
+        return id;
+      }
+    }
+    @Injectable()
+    @WithLock('y')
+    class ClassLevel {
+      run(): void {}
+    }
+    const { app, logger } = await boot([PerRequest, ClassLevel]);
+    await app.init();
+    expect(logger.warnings).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/PerRequest is request-scoped .* @WithLock on PerRequest.run is ignored/),
+        expect.stringMatching(/@WithLock on the class ClassLevel has no effect/),
+      ]),
+    );
+    await app.close();
+  });
+});
+
+async function waitUntil(check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not reached within 5 s');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** An Observable that tells the test when it is subscribed and unsubscribed, and lets it emit. */
+function controllable<T>(): { source: Observable<T>; subscribed: Promise<Subscriber<T>>; unsubscribed: Promise<void> } {
+  const subscribed = deferred<Subscriber<T>>();
+  const unsubscribed = deferred();
+  const source = new Observable<T>((subscriber) => {
+    subscribed.resolve(subscriber);
+    return () => unsubscribed.resolve();
+  });
+  return { source, subscribed: subscribed.promise, unsubscribed: unsubscribed.promise };
+}
