@@ -31,6 +31,8 @@ export interface LockOptions {
    * `@WithLock` passes its template.
    */
   family?: string;
+  /** Cancels a wait: when it aborts, `acquire` stops waiting, leaves the queue and rejects with its reason. */
+  signal?: AbortSignal;
 }
 
 export interface LockServiceOptions {
@@ -52,6 +54,7 @@ export interface ResolvedLockOptions {
   renewInterval: number;
   maxHold: number;
   family: string;
+  signal: AbortSignal | undefined;
 }
 
 export const DEFAULT_TTL = 30_000;

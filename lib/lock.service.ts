@@ -103,7 +103,8 @@ export class LockService {
       for (;;) {
         const remaining = resolved.waitTimeout - (monotonicNow() - started);
         if (remaining <= 0) throw new LockTimeoutError(request.key, resolved.waitTimeout);
-        const grant = await this.waitForGrant(request, remaining, resolved.waitTimeout);
+        resolved.signal?.throwIfAborted();
+        const grant = await this.waitForGrant(request, remaining, resolved.waitTimeout, resolved.signal);
         const handle = this.adopt(request, grant, resolved, started);
         if (handle) return handle;
         // The grant arrived with no validity left (a very slow reply): it was released; wait again if time remains.
@@ -288,8 +289,9 @@ export class LockService {
     return grant ? this.adopt(request, grant, resolved, started) : null;
   }
 
-  private async waitForGrant(request: AcquireRequest, remaining: number, waitTimeout: number): Promise<LockGrant> {
-    const deadline = timeoutSignal(remaining, () => new LockTimeoutError(request.key, waitTimeout));
+  private async waitForGrant(request: AcquireRequest, remaining: number, waitTimeout: number, cancel?: AbortSignal): Promise<LockGrant> {
+    const timeout = timeoutSignal(remaining, () => new LockTimeoutError(request.key, waitTimeout));
+    const deadline = { signal: cancel ? AbortSignal.any([timeout.signal, cancel]) : timeout.signal, dispose: timeout.dispose };
     // A backend that ignores its abort signal must not hang the caller either.
     const hardStop = timeoutSignal(remaining + BACKEND_ABORT_GRACE_MS, () =>
       this.backendError('acquire', `no reply within waitTimeout=${waitTimeout} ms`),
@@ -299,6 +301,8 @@ export class LockService {
       return await raceAbort(attempt, hardStop.signal, () => hardStop.signal.reason);
     } catch (error) {
       this.releaseLateGrant(request, attempt);
+      // The caller cancelled the wait: hand back exactly their reason.
+      if (cancel?.aborted && error === cancel.reason) throw error;
       throw this.asLockError('acquire', error);
     } finally {
       deadline.dispose();

@@ -4,7 +4,7 @@ import { LockInterceptor } from '../interceptors/lock.interceptor';
 import { InvalidKeyTemplateError } from '../key-template/invalid-key-template.error';
 import { parseKeyTemplate } from '../key-template/parse-key-template';
 import type { LockOptions } from '../lock-options';
-import { checkTtl } from '../utils/validate';
+import { resolveLockOptions } from '../utils/validate';
 import type { LockKeys, WithLockMetadata } from './with-lock-metadata';
 
 /**
@@ -24,7 +24,10 @@ function compileWithLock(keys: LockKeys, options: LockOptions): WithLockMetadata
   if (list.length === 0) {
     throw new InvalidKeyTemplateError('[]', 'pass at least one key template, e.g. @WithLock(["account:<<from>>", "account:<<to>>"]).');
   }
-  return { templates: list.map((template) => parseKeyTemplate(template)), options };
+  const templates = list.map((template) => parseKeyTemplate(template));
+  // Metrics are labelled by the template, never by resolved keys, so their cardinality stays small.
+  const family = options.family ?? templates.map((template) => template.source).join(' + ');
+  return { templates, options: { ...options, family } };
 }
 
 /** Catches typos and impossible numbers now; the combination with module defaults is checked per acquisition. */
@@ -32,13 +35,12 @@ function checkOptions(options: LockOptions): void {
   if (options === null || typeof options !== 'object') {
     throw new TypeError(`@WithLock options must be an object such as { ttl: 30000 }, got ${String(options)}.`);
   }
-  for (const [name, value] of Object.entries(options)) {
-    if (name === 'ttl') checkTtl(value);
-    else if (name === 'waitTimeout' || name === 'renewInterval') {
-      const valid = typeof value === 'number' && (name === 'waitTimeout' ? value >= 0 : value > 0 && Number.isFinite(value));
-      if (!valid) throw new TypeError(`Invalid @WithLock option ${name}=${String(value)}: use a number of milliseconds${name === 'waitTimeout' ? ' >= 0' : ' > 0'}.`);
-    } else {
-      throw new TypeError(`Unknown @WithLock option "${name}". Known options: ttl, waitTimeout, renewInterval.`);
-    }
+  if ('signal' in options) {
+    throw new TypeError('@WithLock does not take a signal: the interceptor cancels the wait itself when the client goes away.');
+  }
+  try {
+    resolveLockOptions(options, undefined);
+  } catch (error) {
+    throw new TypeError(`Invalid @WithLock options: ${(error as Error).message}`);
   }
 }

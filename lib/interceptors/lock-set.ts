@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { currentLockScope, scopeKey } from '../context/lock-context';
+import { currentLockScope, lockScopeKey } from '../context/lock-context';
 import { LOGGER_CONTEXT } from '../distributed-lock.constants';
 import type { LockHandle } from '../lock-handle';
 import type { LockOptions } from '../lock-options';
@@ -30,7 +30,7 @@ export class LockSet {
     const owned: LockHandle[] = [];
     try {
       for (const key of ordered) {
-        let handle = service.current(key);
+        let handle = service.inheritedLock(key, { mode: options.mode ?? 'exclusive', permits: options.permits });
         if (!handle) {
           handle = await service.acquire(key, options);
           owned.push(handle);
@@ -48,7 +48,7 @@ export class LockSet {
   register(): void {
     const scope = currentLockScope();
     if (!scope) throw new Error('LockSet.register() must run inside runInLockScope().');
-    for (const [key, handle] of this.handles) scope.held.set(scopeKey(this.service.keyPrefix, key), handle);
+    for (const handle of this.handles.values()) scope.held.set(lockScopeKey(handle), handle);
   }
 
   /** Aborted, with its LockLostError, as soon as any of the locks is lost. */

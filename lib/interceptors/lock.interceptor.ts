@@ -33,10 +33,29 @@ export class LockInterceptor implements NestInterceptor {
       context.getClass(),
     ]);
     if (!metadata) return next.handle();
-    return lockedObservable(this.locks, () => this.resolveKeys(context, metadata), metadata.options, (locks) => {
-      if (context.getType() === 'http') context.switchToHttp().getRequest()[REQUEST_LOCKS] = locks.handles;
-      return next.handle();
-    }).pipe(catchError((error: unknown) => throwError(() => this.mapError(error, context))));
+    return lockedObservable(
+      this.locks,
+      () => this.resolveKeys(context, metadata),
+      metadata.options,
+      (locks) => {
+        if (context.getType() === 'http') context.switchToHttp().getRequest()[REQUEST_LOCKS] = locks.handles;
+        return next.handle();
+      },
+      { requestId: this.requestIdOf(context) },
+    ).pipe(catchError((error: unknown) => throwError(() => this.mapError(error, context))));
+  }
+
+  /**
+   * The id carried into lock events and logs: the `x-request-id` header, or `request.id` (Fastify sets one).
+   * Override to read your own correlation id.
+   */
+  protected requestIdOf(context: ExecutionContext): string | undefined {
+    if (context.getType() !== 'http') return undefined;
+    const request = context.switchToHttp().getRequest();
+    const header = request?.headers?.['x-request-id'];
+    const id = (Array.isArray(header) ? header[0] : header) ?? request?.id;
+    // Bounded, so a client cannot flood logs through it.
+    return typeof id === 'string' || typeof id === 'number' ? String(id).slice(0, 128) : undefined;
   }
 
   /** The keys to lock for this call. Throw here to reject it (the error goes through `mapError`). */

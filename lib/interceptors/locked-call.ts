@@ -17,11 +17,14 @@ export function lockedObservable<T>(
   resolveKeys: () => readonly string[],
   options: LockOptions,
   work: (locks: LockSet) => Observable<T>,
+  scope: { requestId?: string } = {},
 ): Observable<T> {
   return new Observable<T>((subscriber) => {
     let locks: LockSet | undefined;
     let inner: Subscription | undefined;
-    (async () => LockSet.acquire(service, resolveKeys(), options))().then(
+    // A subscriber that leaves while still queued (client disconnect) cancels the wait.
+    const cancelWait = new AbortController();
+    runInLockScope(async () => LockSet.acquire(service, resolveKeys(), { ...options, signal: cancelWait.signal }), scope).then(
       (acquired) => {
         locks = acquired;
         if (subscriber.closed) {
@@ -45,11 +48,13 @@ export function lockedObservable<T>(
               complete: () => void acquired.release().then(() => subscriber.complete()),
             });
           }),
+          scope,
         );
       },
       (error: unknown) => subscriber.error(error),
     );
     return () => {
+      cancelWait.abort(new Error('the caller unsubscribed while waiting for the lock'));
       inner?.unsubscribe();
       void locks?.release();
     };

@@ -10,7 +10,7 @@ import {
 /** Longest key accepted, in bytes of UTF-8. Keeps server keys and log lines bounded. */
 export const MAX_KEY_BYTES = 1024;
 const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
-const KNOWN_LOCK_OPTIONS: ReadonlySet<string> = new Set(['mode', 'permits', 'ttl', 'waitTimeout', 'renewInterval', 'maxHold', 'family']);
+const KNOWN_LOCK_OPTIONS: ReadonlySet<string> = new Set(['mode', 'permits', 'ttl', 'waitTimeout', 'renewInterval', 'maxHold', 'family', 'signal']);
 const LOCK_MODES: ReadonlySet<string> = new Set(['exclusive', 'read', 'write']);
 /** Semaphores keep one entry per holder on the server; this bounds what one key can cost. */
 export const MAX_PERMITS = 10_000;
@@ -93,7 +93,11 @@ export function resolveLockOptions(
   if (typeof family !== 'string' || family.length === 0 || family.length > 200) {
     throw new TypeError(`Invalid family ${JSON.stringify(family)}: use a short, bounded name such as "file" or the key template.`);
   }
-  return { mode, permits, ttl: Math.ceil(ttl), waitTimeout, renewInterval, maxHold, family };
+  const signal = options?.signal;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new TypeError('Invalid signal: pass an AbortSignal (e.g. from an AbortController) or leave it out.');
+  }
+  return { mode, permits, ttl: Math.ceil(ttl), waitTimeout, renewInterval, maxHold, family, signal };
 }
 
 function defaultFamily(key: string): string {

@@ -217,3 +217,20 @@ describe('LockService (core)', () => {
     await composed.release();
   });
 });
+
+describe('LockService: cancelling a wait', () => {
+  it('stops waiting, leaves the queue and rejects with the caller\'s reason when options.signal aborts', async () => {
+    const locks = new LockService(new FaultyBackend());
+    const holder = await locks.acquire('k');
+    const controller = new AbortController();
+    const waiting = locks.acquire('k', { waitTimeout: 10_000, signal: controller.signal });
+    const reason = new Error('client went away');
+    setTimeout(() => controller.abort(reason), 50);
+    await expect(waiting).rejects.toBe(reason);
+    await holder.release();
+    // The cancelled waiter did not take the lock afterwards.
+    expect(await locks.isLocked('k')).toBe(false);
+    await expect(locks.acquire('k', { signal: 'nope' as never })).rejects.toThrow(/Invalid signal/);
+    await locks.close();
+  });
+});

@@ -443,6 +443,9 @@ describe('@WithLock at decoration time', () => {
   it('rejects unknown or impossible options', () => {
     expect(() => WithLock('a', { ttl: 0 })).toThrow(/Invalid ttl/);
     expect(() => WithLock('a', { waitTimeout: -1 })).toThrow(/waitTimeout/);
-    expect(() => WithLock('a', { wait: 1 } as never)).toThrow(/Unknown @WithLock option "wait"/);
+    expect(() => WithLock('a', { wait: 1 } as never)).toThrow(/Invalid @WithLock options: Unknown option "wait"/);
+    expect(() => WithLock('a', { mode: 'read', permits: 2 })).toThrow(/cannot be combined/);
+    expect(() => WithLock('a', { signal: new AbortController().signal })).toThrow(/does not take a signal/);
+    expect(() => WithLock('a', { mode: 'read', maxHold: 60_000 })).not.toThrow();
   });
 });
