@@ -1,9 +1,10 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
 import type { LockBackend } from './backends/lock-backend.interface';
 import type { LockServiceOptions } from './lock-options';
+import type { LockObservabilityOptions } from './observability/lock-observability';
 
 /** Options of `DistributedLockModule.forRoot()` / what `forRootAsync()` factories return. */
-export interface DistributedLockModuleOptions extends LockServiceOptions {
+export interface DistributedLockModuleOptions extends LockServiceOptions, LockObservabilityOptions {
   /** Where locks live. Default: a new in-process MemoryLockBackend (one process only; for development and tests). */
   backend?: LockBackend;
 }

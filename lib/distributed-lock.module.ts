@@ -11,6 +11,8 @@ import {
 import { LockExplorer } from './explorer/lock.explorer';
 import { LockMetadataAccessor } from './explorer/lock-metadata.accessor';
 import { LockService } from './lock.service';
+import { LockHealthIndicator } from './health/lock-health.indicator';
+import { LockObservability } from './observability/lock-observability';
 
 /**
  * Provides LockService and the backend (token `LockBackend`), and locks `@WithLock` provider methods.
@@ -27,14 +29,18 @@ import { LockService } from './lock.service';
     },
     {
       provide: LockService,
-      useFactory: (backend: LockBackend, { backend: _given, ...options }: DistributedLockModuleOptions) =>
-        new LockService(backend, options),
+      useFactory: (
+        backend: LockBackend,
+        { backend: _given, telemetry: _telemetry, logging: _logging, ...options }: DistributedLockModuleOptions,
+      ) => new LockService(backend, options),
       inject: [LockBackend, DISTRIBUTED_LOCK_MODULE_OPTIONS],
     },
     LockMetadataAccessor,
     LockExplorer,
+    LockObservability,
+    LockHealthIndicator,
   ],
-  exports: [LockService, LockBackend],
+  exports: [LockService, LockBackend, LockHealthIndicator],
 })
 export class DistributedLockModule extends ConfigurableModuleClass {
   /** `forRoot(new RedisLockBackend({ client }))`, or `forRoot({ backend, keyPrefix, defaults, isGlobal })`. */

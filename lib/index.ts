@@ -30,3 +30,25 @@ export { InvalidKeyTemplateError } from './key-template/invalid-key-template.err
 export { UnresolvedPlaceholderError } from './key-template/unresolved-placeholder.error';
 export { describeLockError } from './interceptors/lock-error-response';
 export type { LockErrorResponse } from './interceptors/lock-error-response';
+
+// --- Observability and operations ---
+export { attachLockTelemetry } from './observability/lock-telemetry';
+export type { LockTelemetryOptions } from './observability/lock-telemetry';
+export { attachLockMetrics } from './observability/lock-metrics';
+export type { LockMetricsOptions } from './observability/lock-metrics';
+export { attachLockTracing } from './observability/lock-tracing';
+export type { LockTracingOptions } from './observability/lock-tracing';
+export { attachLockLogger } from './observability/lock-logger';
+export { describeLockEvent } from './observability/lock-log-messages';
+export { LockObservability } from './observability/lock-observability';
+export type { LockObservabilityOptions } from './observability/lock-observability';
+export { LockMetricNames, LockAttributes, ACQUIRE_SPAN_NAME, INSTRUMENTATION_SCOPE } from './observability/telemetry-names';
+export { MissingPackageError } from './observability/missing-package.error';
+export { LockHealthIndicator, HEALTH_PROBE_KEY } from './health/lock-health.indicator';
+export type { LockHealthCheckOptions, LockHealthDetails, LockHealthResult } from './health/lock-health.indicator';
+export { LockAdminController } from './admin/lock-admin.controller';
+export type { HeldLocksReport } from './admin/lock-admin.controller';
+export { DistributedLockAdminModule } from './admin/lock-admin.module';
+export type { LockAdminModuleOptions } from './admin/lock-admin.module';
+export { HeldLocksTracker } from './admin/held-locks.tracker';
+export type { HeldLockSummary } from './admin/held-locks.tracker';

@@ -6,6 +6,7 @@ import { createLockBackend } from './config/lock-backend.factory';
 import { SAMPLE_CONFIG, SampleConfig } from './config/sample-config';
 import { SampleConfigModule } from './config/sample-config.module';
 import { FilesModule } from './files/files.module';
+import { OpsModule } from './ops/ops.module';
 import { StaleWriteFilter } from './storage/stale-write.filter';
 
 @Module({
@@ -22,6 +23,7 @@ import { StaleWriteFilter } from './storage/stale-write.filter';
     }),
     FilesModule,
     AccountsModule,
+    OpsModule,
   ],
   providers: [{ provide: APP_FILTER, useClass: StaleWriteFilter }],
 })

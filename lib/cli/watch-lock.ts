@@ -1,0 +1,52 @@
+import { delay } from '../backends/shared/abort';
+import { InvalidLockKeyError, LockNotSupportedError } from '../errors';
+import type { LockService } from '../lock.service';
+import { toJson } from '../admin/to-json';
+import { describeError } from '../observability/redact';
+import { formatDuration } from './format-duration';
+import { formatInspection } from './format-inspection';
+
+/** Clear the screen and go home, like `watch(1)`. */
+const CLEAR_SCREEN = '\u001b[2J\u001b[H';
+
+export interface WatchOptions {
+  readonly interval: number;
+  /** One JSON document per line instead of a redrawn table. */
+  readonly json: boolean;
+  /** Aborted on Ctrl-C. */
+  readonly signal?: AbortSignal;
+  readonly out: { write(text: string): unknown; isTTY?: boolean };
+  readonly now: () => number;
+  /** Called after each frame is written (tests wait on it instead of sleeping). */
+  readonly onFrame?: (frame: number) => void;
+}
+
+/**
+ * Re-inspects `key` every `interval` ms until the signal aborts. A server error is shown in the frame and the
+ * watch goes on (the server may be restarting); an error that retrying cannot fix ends it.
+ */
+export async function watchLock(locks: LockService, key: string, options: WatchOptions): Promise<void> {
+  const redraw = options.out.isTTY === true && !options.json;
+  for (let frame = 1; !options.signal?.aborted; frame += 1) {
+    let body: string;
+    try {
+      const inspection = await locks.inspect(key);
+      body = options.json ? JSON.stringify(toJson(inspection)) : formatInspection(inspection, options.now());
+    } catch (error) {
+      if (error instanceof LockNotSupportedError || error instanceof InvalidLockKeyError) throw error;
+      body = options.json ? JSON.stringify({ error: describeError(error) }) : `! ${describeError(error)}`;
+    }
+    if (options.json) {
+      options.out.write(`${body}\n`);
+    } else {
+      const header = `Every ${formatDuration(options.interval)}: watching "${key}" (Ctrl-C to stop)`;
+      options.out.write(redraw ? `${CLEAR_SCREEN}${header}\n\n${body}\n` : `${header}\n\n${body}\n\n`);
+    }
+    options.onFrame?.(frame);
+    try {
+      await delay(options.interval, options.signal);
+    } catch {
+      break;
+    }
+  }
+}

@@ -1,0 +1,45 @@
+import { Inject, Injectable, type LoggerService, type OnModuleInit, Optional } from '@nestjs/common';
+import { DISTRIBUTED_LOCK_MODULE_OPTIONS } from '../distributed-lock.module-definition';
+import { LockService } from '../lock.service';
+import { attachLockLogger } from './lock-logger';
+import { attachLockTelemetry, type LockTelemetryOptions } from './lock-telemetry';
+
+/** The observability part of DistributedLockModule's options. */
+export interface LockObservabilityOptions {
+  /**
+   * OpenTelemetry metrics and acquire spans (needs `@opentelemetry/api`). `true`: the global providers.
+   * Default false: turning it on is the app's choice, as it decides where the data goes.
+   */
+  telemetry?: boolean | LockTelemetryOptions;
+  /**
+   * Lock lifecycle lines in the `DistributedLock` context: debug for grants and releases, warn for at-risk,
+   * error for lost. A LoggerService routes them elsewhere. Default true.
+   */
+  logging?: boolean | LoggerService;
+}
+
+/**
+ * Turns the module's `telemetry` and `logging` options into subscriptions on LockService.events$.
+ * Attached in onModuleInit, before any module that imports the lock module runs its own init hooks;
+ * detached when the service closes on shutdown (events$ completes).
+ */
+@Injectable()
+export class LockObservability implements OnModuleInit {
+  private readonly detachers: (() => void)[] = [];
+
+  constructor(
+    private readonly locks: LockService,
+    @Optional() @Inject(DISTRIBUTED_LOCK_MODULE_OPTIONS) private readonly options: LockObservabilityOptions = {},
+  ) {}
+
+  onModuleInit(): void {
+    const { telemetry = false, logging = true } = this.options ?? {};
+    if (logging) this.detachers.push(attachLockLogger(this.locks, logging === true ? undefined : logging));
+    if (telemetry) this.detachers.push(attachLockTelemetry(this.locks, telemetry === true ? {} : telemetry));
+  }
+
+  /** Stops logging and recording (e.g. before swapping providers in tests). */
+  detach(): void {
+    this.detachers.splice(0).forEach((detach) => detach());
+  }
+}

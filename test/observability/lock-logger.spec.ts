@@ -1,0 +1,94 @@
+import { Logger } from '@nestjs/common';
+import { firstValueFrom, lastValueFrom } from 'rxjs';
+import { MemoryLockBackend } from '../../lib/backends/memory/memory-lock.backend';
+import { runInLockScope } from '../../lib/context/lock-context';
+import { LockTimeoutError } from '../../lib/errors';
+import { LockService } from '../../lib/lock.service';
+import { attachLockLogger } from '../../lib/observability/lock-logger';
+import { FlakyBackend } from './support/flaky-backend';
+import { RecordingLogger } from './support/recording-logger';
+
+describe('attachLockLogger', () => {
+  it('logs grants, renewals, timeouts and releases at debug/verbose, in the DistributedLock context', async () => {
+    const logger = new RecordingLogger();
+    const locks = new LockService(new MemoryLockBackend(), { keyPrefix: 'logs', instanceId: 'api-1' });
+    attachLockLogger(locks, logger);
+    const tokens: string[] = [];
+    await runInLockScope(
+      async () => {
+        const lock = await locks.acquire('file:42', { ttl: 150 });
+        tokens.push(lock.token);
+        await firstValueFrom(lock.renewals$);
+        await expect(locks.acquire('file:42', { waitTimeout: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
+        await lock.release();
+      },
+      { requestId: 'req-7' },
+    );
+
+    expect(logger.lines.map((line) => line.level)).toEqual(['debug', 'verbose', 'debug', 'debug']);
+    for (const line of logger.lines) {
+      expect(line.context).toBe('DistributedLock');
+      expect(line.message).toContain('"file:42"');
+      expect(line.message).toMatch(/holder [^,]+\/\d+\/api-1/);
+      expect(line.message).toContain('request req-7');
+      // The owner token lets anyone release the lock: it never reaches a log line.
+      expect(line.message).not.toContain(tokens[0]);
+    }
+    const [acquired, renewed, timeout, released] = logger.lines.map((line) => line.message);
+    expect(acquired).toMatch(/^Acquired "file:42" after waiting \d+ ms \(family file, mode exclusive, fencing token 1,/);
+    expect(renewed).toMatch(/^Renewed "file:42" \(#1\), valid until \d{4}-\d\d-\d\dT/);
+    expect(timeout).toMatch(/^Gave up waiting for "file:42" after \d+ ms/);
+    expect(released).toMatch(/^Released "file:42" after holding it \d+ ms \(.*fencing token 1,/);
+    await locks.close();
+  });
+
+  it('warns when a lock is at risk and logs an error when it is lost, without credentials from the driver', async () => {
+    const logger = new RecordingLogger();
+    const backend = new FlakyBackend();
+    const locks = new LockService(backend);
+    attachLockLogger(locks, logger);
+    const lock = await locks.acquire('report:1', { ttl: 300 });
+    backend.extendError = new Error('connect ETIMEDOUT redis://app:s3cret@10.0.0.7:6380');
+    await expect(lastValueFrom(lock.renewals$)).rejects.toThrow(/lost/);
+
+    const warnings = logger.lines.filter((line) => line.level === 'warn');
+    const errors = logger.lines.filter((line) => line.level === 'error');
+    expect(warnings.length).toBeGreaterThanOrEqual(1);
+    expect(warnings[0]!.message).toMatch(/^Lock "report:1" is at risk: a renewal failed \(.*ETIMEDOUT redis:\/\/\*\*\*@10\.0\.0\.7:6380.*\), \d+ ms of validity left/);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]!.message).toMatch(/^Lost lock "report:1" after holding it \d+ ms: .*Work guarded by it is no longer exclusive/);
+    expect(errors[0]!.context).toBe('DistributedLock');
+    const levels = logger.lines.map((line) => line.level);
+    expect(levels.indexOf('warn')).toBeLessThan(levels.indexOf('error'));
+    expect(JSON.stringify(logger.lines)).not.toContain('s3cret');
+    expect(JSON.stringify(logger.lines)).not.toContain(lock.token);
+    await locks.close();
+  });
+
+  it("goes through Nest's Logger by default, so the app's logger and log levels apply", async () => {
+    const appLogger = new RecordingLogger();
+    Logger.overrideLogger(appLogger);
+    try {
+      const locks = new LockService(new MemoryLockBackend());
+      attachLockLogger(locks);
+      await (await locks.acquire('file:1')).release();
+      expect(appLogger.lines.map((line) => [line.level, line.context])).toEqual([
+        ['debug', 'DistributedLock'],
+        ['debug', 'DistributedLock'],
+      ]);
+      await locks.close();
+    } finally {
+      Logger.overrideLogger(false);
+    }
+  });
+
+  it('stops when detached', async () => {
+    const logger = new RecordingLogger();
+    const locks = new LockService(new MemoryLockBackend());
+    const detach = attachLockLogger(locks, logger);
+    detach();
+    await (await locks.acquire('file:1')).release();
+    expect(logger.lines).toHaveLength(0);
+    await locks.close();
+  });
+});
