@@ -83,6 +83,11 @@ export class LockService {
     return this.handles.size;
   }
 
+  /** The locks this service holds right now (a snapshot). */
+  held(): LockHandle[] {
+    return [...this.handles];
+  }
+
   /**
    * Waits up to `waitTimeout` for the key, woken by the server when the holder releases.
    * Throws LockTimeoutError when it stays busy, LockBackendError when the server cannot be reached.
@@ -127,8 +132,12 @@ export class LockService {
    * Adds instrumentation (tracing spans around acquisitions). Several can be added; each wraps the next.
    * Metrics and logs need no hook: they subscribe to `events$`.
    */
-  instrument(instrumentation: LockInstrumentation): void {
+  instrument(instrumentation: LockInstrumentation): () => void {
     this.instrumentations.push(instrumentation);
+    return () => {
+      const index = this.instrumentations.indexOf(instrumentation);
+      if (index >= 0) this.instrumentations.splice(index, 1);
+    };
   }
 
   private traced<T>(operation: 'acquire' | 'tryAcquire', request: AcquireRequest, resolved: ResolvedLockOptions, run: () => Promise<T>): Promise<T> {

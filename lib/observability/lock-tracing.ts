@@ -26,14 +26,9 @@ export function attachLockTracing(locks: LockService, options: LockTracingOption
   const api = loadOpenTelemetryApi('Lock tracing');
   const tracer = (options.tracerProvider ?? api.trace.getTracerProvider()).getTracer(INSTRUMENTATION_SCOPE);
   const recordKeys = options.recordKeys ?? true;
-  let attached = true;
-  // LockService has no way to remove an instrumentation; a detached one passes straight through.
-  locks.instrument({
-    traceAcquire: (info, run) => (attached ? traceAcquire(api, tracer, info, run, recordKeys) : run()),
+  return locks.instrument({
+    traceAcquire: (info, run) => traceAcquire(api, tracer, info, run, recordKeys),
   });
-  return () => {
-    attached = false;
-  };
 }
 
 function traceAcquire<T>(api: OpenTelemetryApi, tracer: Tracer, info: AcquireTraceInfo, run: () => Promise<T>, recordKeys: boolean): Promise<T> {
