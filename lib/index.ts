@@ -14,6 +14,8 @@ export { RedisLockBackend } from './backends/redis/redis-lock.backend';
 export type { RedisLockBackendOptions } from './backends/redis/redis-lock.backend';
 export { EtcdLockBackend } from './backends/etcd/etcd-lock.backend';
 export type { EtcdLockBackendOptions } from './backends/etcd/etcd-lock.backend';
+export { ZooKeeperLockBackend } from './backends/zookeeper/zookeeper-lock.backend';
+export type { ZooKeeperLockBackendOptions } from './backends/zookeeper/zookeeper-lock.backend';
 
 // --- Nest integration (module, decorators, interceptor, explorer) ---
 export { DistributedLockModule } from './distributed-lock.module';

@@ -54,7 +54,8 @@ export class Watchdog implements ScheduledRenewal {
       outcome = 'retry';
     }
     if (this.stopped) return;
-    if (outcome === 'renewed') this.schedule(this.interval);
+    // A backend may grant less validity than asked (ZooKeeper caps it at the session timeout): renew before half of it is gone.
+    if (outcome === 'renewed') this.schedule(Math.min(this.interval, this.target.remaining() / 2));
     else if (outcome === 'expire') this.schedule(Math.max(0, this.target.remaining()));
     // Retry sooner than the normal period, but in proportion to what is left so a short outage is ridden out.
     else if (outcome === 'retry') this.schedule(Math.min(this.interval, Math.max(25, this.target.remaining() / 4)));

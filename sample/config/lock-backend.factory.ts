@@ -1,8 +1,8 @@
-import { EtcdLockBackend, LockBackend, MemoryLockBackend, RedisLockBackend } from '../../lib';
+import { EtcdLockBackend, LockBackend, MemoryLockBackend, RedisLockBackend, ZooKeeperLockBackend } from '../../lib';
 import type { SampleConfig } from './sample-config';
 
 /**
- * The backend for LOCK_BACKEND. Given a URL or hosts, the Redis and etcd backends create their own
+ * The backend for LOCK_BACKEND. Given a URL or hosts, the Redis, etcd and ZooKeeper backends create their own
  * connection and close it when the app shuts down; pass `{ client }` instead to share one you own.
  */
 export function createLockBackend(config: SampleConfig): LockBackend {
@@ -13,5 +13,7 @@ export function createLockBackend(config: SampleConfig): LockBackend {
       return new RedisLockBackend({ url: config.redisUrl });
     case 'etcd':
       return new EtcdLockBackend({ hosts: config.etcdHosts });
+    case 'zookeeper':
+      return new ZooKeeperLockBackend({ connectionString: config.zkHosts });
   }
 }

@@ -2,16 +2,18 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export type SampleBackendKind = 'memory' | 'redis' | 'etcd';
+export type SampleBackendKind = 'memory' | 'redis' | 'etcd' | 'zookeeper';
 
 /** Everything the sample reads from the environment, read once at startup. */
 export interface SampleConfig {
-  /** LOCK_BACKEND: memory (default, one process only), redis or etcd. */
+  /** LOCK_BACKEND: memory (default, one process only), redis, etcd or zookeeper. */
   readonly backend: SampleBackendKind;
   /** REDIS_URL, for LOCK_BACKEND=redis. */
   readonly redisUrl: string;
   /** ETCD_HOSTS, comma-separated, for LOCK_BACKEND=etcd. */
   readonly etcdHosts: string[];
+  /** ZK_HOSTS, a ZooKeeper connection string (host:port,host:port[/chroot]), for LOCK_BACKEND=zookeeper. */
+  readonly zkHosts: string;
   /**
    * FILES_DIR: where documents live. Several processes pointed at one directory share the store.
    * Default: a new temporary directory per process, since the default memory backend's locks (and its
@@ -32,12 +34,13 @@ export const SAMPLE_CONFIG = Symbol('SAMPLE_CONFIG');
 
 export function readSampleConfig(env: NodeJS.ProcessEnv = process.env): SampleConfig {
   const backend = (env.LOCK_BACKEND ?? 'memory').toLowerCase();
-  if (backend !== 'memory' && backend !== 'redis' && backend !== 'etcd') {
-    throw new Error(`LOCK_BACKEND=${backend} is not supported: use memory, redis or etcd.`);
+  if (backend !== 'memory' && backend !== 'redis' && backend !== 'etcd' && backend !== 'zookeeper') {
+    throw new Error(`LOCK_BACKEND=${backend} is not supported: use memory, redis, etcd or zookeeper.`);
   }
   return {
     backend,
     redisUrl: env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    zkHosts: env.ZK_HOSTS ?? '127.0.0.1:2181',
     etcdHosts: (env.ETCD_HOSTS ?? 'http://127.0.0.1:2379').split(',').map((host) => host.trim()).filter(Boolean),
     filesDir: env.FILES_DIR || mkdtempSync(join(tmpdir(), 'nest-distributed-lock-sample-')),
     port: integer(env, 'PORT', 3000),

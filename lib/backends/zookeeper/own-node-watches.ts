@@ -1,0 +1,76 @@
+import type { Event as ZkEvent } from 'node-zookeeper-client';
+import type { ZooKeeperSession } from './zookeeper-session';
+
+const NODE_DELETED = 2;
+
+interface Entry {
+  readonly sessionId: string;
+  readonly listeners: Set<() => void>;
+  readonly watcher: (event: ZkEvent) => void;
+}
+
+/**
+ * A watch on each contender's own node, set by the same request that reads the node's Stat after creating
+ * it (for the fencing token), so it costs no extra round trip. When the node of a held lock is deleted by anyone but its release
+ * (an operator, a script), the handle hears of it at once instead of at its next renewal.
+ *
+ * node-zookeeper-client cannot remove a watch; an entry ends when its watch fires on the deletion (our own
+ * release or abandonment deletes the node too), or when the session it belongs to expires, since an expired
+ * session's watches never fire.
+ */
+export class OwnNodeWatches {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(
+    private readonly session: ZooKeeperSession,
+    private readonly track: (work: Promise<unknown>) => void,
+  ) {}
+
+  /** The watcher to pass to the watchNode() call that reads a node we just created. */
+  watcherFor(path: string, sessionId: string): (event: ZkEvent) => void {
+    const watcher = (event: ZkEvent) => this.onWatch(path, event);
+    this.entries.set(path, { sessionId, listeners: new Set(), watcher });
+    return watcher;
+  }
+
+  /** Calls `listener` once if the node is deleted. Returns the unsubscribe function. */
+  onDeleted(path: string, listener: () => void): () => void {
+    const entry = this.entries.get(path);
+    if (!entry) return () => undefined;
+    entry.listeners.add(listener);
+    return () => entry.listeners.delete(listener);
+  }
+
+  /** The watch could not be set (the call failed, or the node was gone): nothing will ever fire for it. */
+  forget(path: string): void {
+    this.entries.delete(path);
+  }
+
+  /** The session expired: its watches will never fire. */
+  forgetSession(sessionId: string): void {
+    for (const [path, entry] of this.entries) if (entry.sessionId === sessionId) this.entries.delete(path);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private onWatch(path: string, event: ZkEvent): void {
+    const entry = this.entries.get(path);
+    if (!entry) return;
+    if (event.getType() === NODE_DELETED) return this.deleted(path, entry);
+    // The data changed (Curator's revocation request writes to the node): watches are one-shot, so set it again.
+    this.track(
+      this.session.watchNode(path, entry.watcher).then(
+        (stat) => stat === null && this.deleted(path, entry),
+        () => undefined,
+      ),
+    );
+  }
+
+  private deleted(path: string, entry: Entry): void {
+    if (this.entries.get(path) !== entry) return;
+    this.entries.delete(path);
+    for (const listener of [...entry.listeners]) listener();
+  }
+}

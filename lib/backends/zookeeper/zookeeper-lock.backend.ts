@@ -1,0 +1,262 @@
+import type { Client } from 'node-zookeeper-client';
+import type { AcquireRequest, BackendLockEvent, HeldLock, LockBackend, LockGrant } from '../lock-backend.interface';
+import { LockBackendError } from '../../errors';
+import { monotonicNow } from '../../utils/clock';
+import { localAddressData } from './local-address';
+import { LockPathSweeper } from './lock-path-sweeper';
+import { OwnNodeWatches } from './own-node-watches';
+import { AcquisitionContext, ZooKeeperAcquisition } from './zookeeper-acquisition';
+import { isSessionExpired, toZooKeeperBackendError } from './zookeeper-errors';
+import { asZooKeeperLockState, validUntil } from './zookeeper-lock-state';
+import { lockPath } from './zookeeper-node-layout';
+import { hex, ZooKeeperSession } from './zookeeper-session';
+
+/**
+ * Either a node-zookeeper-client `Client` the application owns (we never close it; call `connect()` on it
+ * yourself), or where to connect a client this backend creates, closes, and replaces after a session expiry.
+ */
+export type ZooKeeperLockBackendOptions =
+  | { readonly client: Client }
+  | {
+      readonly client?: undefined;
+      /** `host:port[,host:port...][/chroot]`. */
+      readonly connectionString: string;
+      /**
+       * Requested session timeout in ms (default 30 000); the server clamps it to [2, 20] x its tickTime.
+       * A crashed holder keeps its locks until its session expires, however short the lock's ttl.
+       */
+      readonly sessionTimeout?: number;
+      /** Longest random pause between reconnection rounds, ms (default 1 000, node-zookeeper-client's). */
+      readonly spinDelay?: number;
+    };
+
+const DEFAULT_SESSION_TIMEOUT_MS = 30_000;
+/** How long close() waits for abandoned waiters' nodes to be deleted while the server is reachable. */
+const CLOSE_GRACE_MS = 3_000;
+
+/**
+ * Locks on ZooKeeper with the node layout of Apache Curator's InterProcessMutex (see zookeeper-node-layout),
+ * so a Java service locking `/locks/file:42` with Curator and `LockService({ keyPrefix: 'locks' })
+ * .acquire('file:42')` exclude each other. Waiters queue FIFO by sequence number and each watches only its
+ * predecessor. The fencing token is the node's creation zxid, which ZooKeeper orders globally.
+ *
+ * Liveness comes from the session, not from a ttl: a lock node lives exactly as long as the session that
+ * created it. The client keeps the session alive by itself while connected; a crashed or partitioned holder
+ * loses its locks when the server expires its session, one session timeout after it last heard from it.
+ * So a lock's validity is the shorter of its ttl and the session timeout (see validUntil), each renewal
+ * checks that our node still exists, and `ttl` cannot make ZooKeeper free a crashed holder's lock sooner
+ * than the session timeout.
+ */
+export class ZooKeeperLockBackend implements LockBackend {
+  readonly kind = 'zookeeper';
+  readonly address: string;
+
+  private readonly session: ZooKeeperSession;
+  private readonly ownNodes: OwnNodeWatches;
+  private readonly sweeper: LockPathSweeper;
+  private readonly context: AcquisitionContext;
+  private readonly acquisitions = new Map<ZooKeeperAcquisition, Promise<unknown>>();
+  private readonly background = new Set<Promise<unknown>>();
+  private readonly stopSessionEvents: () => void;
+  private closing?: Promise<void>;
+
+  constructor(options: ZooKeeperLockBackendOptions) {
+    this.session = new ZooKeeperSession(sessionSource(options));
+    this.address = this.session.address;
+    this.ownNodes = new OwnNodeWatches(this.session, (work) => this.runInBackground(work));
+    this.sweeper = new LockPathSweeper(this.session, (work) => this.runInBackground(work));
+    this.context = {
+      session: this.session,
+      ownNodes: this.ownNodes,
+      nodeData: localAddressData(),
+      track: (work) => this.runInBackground(work),
+    };
+    this.stopSessionEvents = this.session.onEvent((event) => {
+      if (event.type === 'expired') this.ownNodes.forgetSession(event.sessionId);
+    });
+  }
+
+  /** The session timeout the server granted (before the first connection: the one requested), ms. */
+  get sessionTimeout(): number {
+    return this.session.sessionTimeout;
+  }
+
+  tryAcquire(request: AcquireRequest): Promise<LockGrant | null> {
+    if (this.closing) return Promise.reject(this.closedError('tryAcquire'));
+    try {
+      const attempt = new ZooKeeperAcquisition(this.context, request, 'tryAcquire');
+      return this.follow(attempt, attempt.tryAcquire());
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  acquire(request: AcquireRequest, signal: AbortSignal): Promise<LockGrant> {
+    if (this.closing) return Promise.reject(this.closedError('acquire'));
+    try {
+      const attempt = new ZooKeeperAcquisition(this.context, request, 'acquire', signal);
+      return this.follow(attempt, attempt.acquire());
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * Confirms that our node still exists and belongs to our session, and measures the validity from just
+   * before that request. Nothing on the server needs extending: the client's pings keep the session alive.
+   */
+  async extend(lock: HeldLock, ttl: number): Promise<number | null> {
+    if (this.closing) throw this.closedError('extend');
+    const state = asZooKeeperLockState(lock.state);
+    // Not the live session: it expired, and the server deleted our node with it.
+    if (state.sessionId !== this.session.sessionId) return null;
+    const startedAt = monotonicNow();
+    try {
+      const stat = await this.session.exists(state.nodePath);
+      if (stat === null || hex(stat.ephemeralOwner) !== state.sessionId) return null;
+      return validUntil(startedAt, ttl, this.session.sessionTimeout);
+    } catch (error) {
+      if (isSessionExpired(error)) return null;
+      throw toZooKeeperBackendError(this.address, 'extend', error);
+    }
+  }
+
+  /**
+   * Deletes our node; its path holds our owner token, so it cannot be anyone else's, and ZooKeeper's watch
+   * on it wakes the next waiter. The lock path, if that left it empty, goes a little later (LockPathSweeper).
+   */
+  async release(lock: HeldLock): Promise<boolean> {
+    if (this.closing) throw this.closedError('release');
+    const state = asZooKeeperLockState(lock.state);
+    if (state.sessionId !== this.session.sessionId) return false;
+    try {
+      const deleted = await this.session.remove(state.nodePath);
+      this.sweeper.add(state.nodePath.slice(0, state.nodePath.lastIndexOf('/')));
+      return deleted;
+    } catch (error) {
+      if (isSessionExpired(error)) return false;
+      throw toZooKeeperBackendError(this.address, 'release', error);
+    }
+  }
+
+  async isLocked(namespace: string, key: string): Promise<boolean> {
+    if (this.closing) throw this.closedError('isLocked');
+    try {
+      const children = await this.session.getChildren(lockPath(namespace, key));
+      return children !== null && children.length > 0;
+    } catch (error) {
+      throw toZooKeeperBackendError(this.address, 'isLocked', error);
+    }
+  }
+
+  /**
+   * Maps the session's states to the handle, as Curator's ConnectionStateListener does: SUSPENDED ->
+   * 'at-risk' (the lock is kept if we reconnect within the session timeout), RECONNECTED -> 'recovered',
+   * LOST (session expired) -> 'lost'; and a deletion of our node by anyone -> 'lost'.
+   */
+  observe(lock: HeldLock, listener: (event: BackendLockEvent) => void): () => void {
+    const state = asZooKeeperLockState(lock.state);
+    const stops: (() => void)[] = [];
+    let ended = false;
+    const stop = () => {
+      ended = true;
+      for (const unsubscribe of stops.splice(0)) unsubscribe();
+    };
+    const end = (reason: string) => {
+      if (ended) return;
+      stop();
+      listener({ type: 'lost', reason });
+    };
+    if (state.sessionId !== this.session.sessionId) {
+      // Not synchronously: the handle is still being constructed.
+      queueMicrotask(() => end('its ZooKeeper session expired before the handle observed it'));
+      return stop;
+    }
+    stops.push(
+      this.session.onEvent((event) => {
+        if (ended) return;
+        if (event.type === 'suspended') {
+          listener({ type: 'at-risk', error: this.suspendedError() });
+        } else if (event.type === 'reconnected' && event.sessionId === state.sessionId) {
+          listener({ type: 'recovered' });
+        } else if (event.type === 'expired' && event.sessionId === state.sessionId) {
+          end('its ZooKeeper session expired, and the server deleted the lock node with it');
+        }
+      }),
+      this.ownNodes.onDeleted(state.nodePath, () => end('its node was deleted on the ZooKeeper server')),
+    );
+    return stop;
+  }
+
+  /**
+   * Rejects pending waiters and deletes their nodes, then closes the client if we created it (closing the
+   * session deletes any node of ours still there). Locks already granted are the core's to release first.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.shutDown();
+    return this.closing;
+  }
+
+  private async shutDown(): Promise<void> {
+    for (const attempt of this.acquisitions.keys()) attempt.cancel(this.closedError('acquire'));
+    await settledWithin(Promise.allSettled([...this.acquisitions.values()]), CLOSE_GRACE_MS);
+    // Clean-up requests only make progress while connected; otherwise the session close fails them.
+    this.runInBackground(this.sweeper.sweep());
+    await settledWithin(Promise.allSettled([...this.background]), this.session.isConnected ? CLOSE_GRACE_MS : 0);
+    this.stopSessionEvents();
+    await this.session.close();
+  }
+
+  /** Tracks an acquisition until it settles, so close() can cancel it and wait for its clean-up. */
+  private follow<T>(attempt: ZooKeeperAcquisition, result: Promise<T>): Promise<T> {
+    const settled = result.then(
+      () => this.acquisitions.delete(attempt),
+      () => this.acquisitions.delete(attempt),
+    );
+    this.acquisitions.set(attempt, settled);
+    return result;
+  }
+
+  private runInBackground(work: Promise<unknown>): void {
+    const tracked = work.catch(() => undefined).finally(() => this.background.delete(tracked));
+    this.background.add(tracked);
+  }
+
+  private suspendedError(): LockBackendError {
+    return new LockBackendError(
+      'zookeeper',
+      this.address,
+      'session',
+      `the connection to ZooKeeper dropped; the lock is kept if the client reconnects within the session timeout (${this.session.sessionTimeout} ms)`,
+    );
+  }
+
+  private closedError(operation: string): LockBackendError {
+    return new LockBackendError('zookeeper', this.address, operation, 'the backend is closed (close() was called)');
+  }
+}
+
+function sessionSource(options: ZooKeeperLockBackendOptions) {
+  if (options?.client) return { client: options.client };
+  if (typeof options?.connectionString !== 'string' || options.connectionString.trim() === '') {
+    throw new TypeError(
+      'ZooKeeperLockBackend needs { client } (a node-zookeeper-client Client) or { connectionString: "host:port" }.',
+    );
+  }
+  const sessionTimeout = options.sessionTimeout ?? DEFAULT_SESSION_TIMEOUT_MS;
+  if (!Number.isInteger(sessionTimeout) || sessionTimeout <= 0) {
+    throw new TypeError(`Invalid sessionTimeout ${String(options.sessionTimeout)}: use a whole number of milliseconds > 0.`);
+  }
+  return { connectionString: options.connectionString, sessionTimeout, spinDelay: options.spinDelay };
+}
+
+/** Ref'd on purpose: close() is awaited, so the process must not exit underneath it. */
+function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    void work.finally(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}

@@ -1,0 +1,98 @@
+/**
+ * Node layout shared with Apache Curator's lock recipes, so a Java service using Curator and a Nest service
+ * using this library exclude each other on the same path:
+ *
+ *   lock path (persistent):     /<enc(namespace)>/<enc(key)>
+ *   each contender (ephemeral   /<enc(namespace)>/<enc(key)>/_c_<owner token>-lock-<10-digit sequence>
+ *   sequential):
+ *
+ * which is what `new InterProcessMutex(client, "/<namespace>/<key>")` creates: Curator's "protected" name
+ * (`_c_` + a UUID + `-`) followed by its lock name `lock-`, then ZooKeeper's sequence suffix. Our owner token
+ * is a UUID, so it serves as the protected id and lets us find our node by name after a lost create reply.
+ *
+ * Read/write locks (InterProcessReadWriteLock) live under the same kind of path with the markers `__READ__`
+ * and `__WRIT__` instead of `lock-`; all markers share the parent's one sequence counter, so sorting by
+ * the text after the marker orders every kind of contender together. A Curator path is used either as a
+ * mutex or as a read/write lock, never both: Curator's mutex does not recognise the read/write markers.
+ */
+
+/** InterProcessMutex's lock name. */
+export const MUTEX_MARKER = 'lock-';
+/** InterProcessReadWriteLock's lock names (same length on purpose, as in Curator). */
+export const READ_MARKER = '__READ__';
+export const WRITE_MARKER = '__WRIT__';
+
+/** Curator's protected-mode prefix: `_c_` + the 36-character UUID + `-`. */
+const PROTECTED_PREFIX = '_c_';
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * Characters ZooKeeper rejects in a path (its PathUtils.validatePath: NUL, C0, DEL + C1, UTF-16 surrogates,
+ * so every character outside the BMP, the private-use area, U+FFF0-U+FFFF), plus `/` (it would split the
+ * key into two path segments) and `%` (our escape character, so decoding is one-to-one).
+ */
+const NEEDS_ENCODING = /[%/\u0000-\u001f\u007f-\u009f\u{e000}-\u{f8ff}\u{fff0}-\u{10ffff}]/gu;
+
+/**
+ * One path segment from arbitrary text: percent-encodes (as UTF-8) what ZooKeeper would reject or misread,
+ * and the segments `.` and `..`, which it rejects as relative paths. Everything else stays readable, so a
+ * Java service names the same lock as `/locks/file:42`.
+ */
+export function encodePathSegment(text: string): string {
+  if (text === '.' || text === '..') return text.replace(/\./g, '%2E');
+  return text.replace(NEEDS_ENCODING, (char) => encodeURIComponent(char));
+}
+
+/** `/<enc(namespace)>`: the persistent node every lock path of a LockService lives under. */
+export function namespacePath(namespace: string): string {
+  return `/${encodePathSegment(namespace)}`;
+}
+
+/** `/<enc(namespace)>/<enc(key)>`: the lock path; its children are the contenders. */
+export function lockPath(namespace: string, key: string): string {
+  return `${namespacePath(namespace)}/${encodePathSegment(key)}`;
+}
+
+/** `_c_<token>-`: every node this owner token creates under a lock path starts with it. */
+export function protectedPrefix(token: string): string {
+  if (!UUID_PATTERN.test(token)) {
+    throw new TypeError(
+      `The ZooKeeper backend needs owner tokens in lowercase UUID form (crypto.randomUUID()), got ${JSON.stringify(token)}.`,
+    );
+  }
+  return `${PROTECTED_PREFIX}${token}-`;
+}
+
+/** The name we ask ZooKeeper to create; it appends a 10-digit sequence number. */
+export function mutexContenderPrefix(token: string): string {
+  return `${protectedPrefix(token)}${MUTEX_MARKER}`;
+}
+
+/**
+ * Curator's sort key (StandardLockInternalsDriver.fixForSorting): the text after the last occurrence of the
+ * marker, i.e. the sequence number, or the whole name when the marker is absent.
+ */
+export function sortKey(name: string, markers: readonly string[]): string {
+  let rest = name;
+  for (const marker of markers) {
+    const index = rest.lastIndexOf(marker);
+    if (index >= 0) rest = rest.slice(index + marker.length);
+  }
+  return rest;
+}
+
+/**
+ * Children in Curator's order: by sort key, compared by UTF-16 code units like Java's String.compareTo, with
+ * ties kept in the server's order (Java's sort is stable, and so is Array.prototype.sort).
+ */
+export function sortContenders(children: readonly string[], markers: readonly string[] = [MUTEX_MARKER]): string[] {
+  const keyed = children.map((name) => ({ name, key: sortKey(name, markers) }));
+  keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return keyed.map(({ name }) => name);
+}
+
+/** The child of a lock path whose name starts with this owner's protected prefix, if any. */
+export function findOwnNode(children: readonly string[], token: string): string | undefined {
+  const prefix = protectedPrefix(token);
+  return children.find((name) => name.startsWith(prefix));
+}

@@ -1,0 +1,297 @@
+import type { Client, Event as ZkEvent, State, Stat } from 'node-zookeeper-client';
+import { LockBackendError } from '../../errors';
+import { loadOptionalPackage } from '../shared/optional-require';
+import { closeOwnedClient, dropSilentConnections } from './owned-client';
+import { isZkError, ZK_ERROR } from './zookeeper-errors';
+
+/** Codes of node-zookeeper-client's State objects (ZooKeeper's KeeperState). */
+const STATE = { DISCONNECTED: 0, SYNC_CONNECTED: 3, AUTH_FAILED: 4, EXPIRED: -122 } as const;
+/** ZooKeeper's CreateMode flags. */
+export const CREATE_MODE = { PERSISTENT: 0, EPHEMERAL_SEQUENTIAL: 3 } as const;
+
+/**
+ * What happened to the session our lock nodes live on, in Curator's terms:
+ *  - suspended: the connection dropped; the session (and our nodes) survive if we reconnect in time;
+ *  - reconnected: the same session is back, nothing was lost;
+ *  - expired: the server ended the session and deleted its ephemeral nodes (Curator's LOST);
+ *  - connected: a new session is up (the first one, or, for a client we own, the one after an expiry).
+ */
+export type SessionEvent =
+  | { readonly type: 'suspended' }
+  | { readonly type: 'reconnected'; readonly sessionId: string }
+  | { readonly type: 'expired'; readonly sessionId: string }
+  | { readonly type: 'connected'; readonly sessionId: string };
+
+export type SessionSource =
+  | { readonly client: Client }
+  | { readonly connectionString: string; readonly sessionTimeout: number; readonly spinDelay?: number };
+
+type ZooKeeperModule = typeof import('node-zookeeper-client');
+
+/**
+ * The ZooKeeper connection the backend works through: promise-returning calls, and the session's life.
+ *
+ * node-zookeeper-client queues requests while disconnected and never fails them if the session then
+ * expires, so every call made through here is rejected when its client's session expires or we close.
+ * An expired client never reconnects; when the client is ours we replace it with a new one (a new session),
+ * as Curator does. An application's own client stays expired: the app has to create a new one.
+ */
+export class ZooKeeperSession {
+  readonly address: string;
+  private client: Client;
+  private readonly ownsClient: boolean;
+  private readonly makeClient?: () => Client;
+  /** The session our nodes belong to; undefined before the first connect and after an expiry. */
+  private liveSessionId: string | undefined;
+  private connected = false;
+  private terminal: Error | undefined;
+  private closing: Promise<void> | undefined;
+  private readonly listeners = new Set<(event: SessionEvent) => void>();
+  private readonly pending = new Map<Client, Set<(error: unknown) => void>>();
+  private readonly onClientState = new Map<Client, (state: State) => void>();
+  private stopSilenceWatch: (() => void) | undefined;
+
+  constructor(source: SessionSource) {
+    if ('client' in source) {
+      this.client = source.client;
+      this.ownsClient = false;
+      this.address = describeConnectionString(readConnectionString(source.client));
+      this.attach(this.client);
+      // The app may hand us a client that is already connected.
+      if (this.client.getState?.()?.code === STATE.SYNC_CONNECTED) {
+        this.connected = true;
+        this.liveSessionId = sessionIdOf(this.client);
+      }
+    } else {
+      const zookeeper = loadOptionalPackage<ZooKeeperModule>('node-zookeeper-client', 'ZooKeeper');
+      const { connectionString, sessionTimeout, spinDelay } = source;
+      this.address = describeConnectionString(connectionString);
+      // retries: 0, because a blind retry of a create could leave a second contender node behind.
+      this.makeClient = () => zookeeper.createClient(connectionString, { sessionTimeout, spinDelay, retries: 0 });
+      this.ownsClient = true;
+      this.client = this.makeClient();
+      this.attach(this.client);
+      this.stopSilenceWatch = dropSilentConnections(this.client);
+      this.client.connect();
+    }
+  }
+
+  /** The live session's id (16 hex digits), or undefined when there is none right now. */
+  get sessionId(): string | undefined {
+    return this.liveSessionId;
+  }
+
+  /** The session timeout the server negotiated (the requested one before the first connect), ms. */
+  get sessionTimeout(): number {
+    return this.client.getSessionTimeout();
+  }
+
+  get isConnected(): boolean {
+    return this.connected;
+  }
+
+  /** Subscribes to session events; returns the unsubscribe function. */
+  onEvent(listener: (event: SessionEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Creates a node; resolves the path the server gave it (with the sequence suffix for sequential modes). */
+  create(path: string, data: Buffer, mode: number): Promise<string> {
+    return this.call<string>((client, done) => client.create(path, data, mode, done));
+  }
+
+  /** Creates a persistent node with no data unless it exists already. */
+  async ensurePersistent(path: string): Promise<void> {
+    try {
+      await this.create(path, Buffer.alloc(0), CREATE_MODE.PERSISTENT);
+    } catch (error) {
+      if (!isZkError(error, ZK_ERROR.NODE_EXISTS)) throw error;
+    }
+  }
+
+  /** Deletes any version of the node; resolves false when it did not exist. */
+  async remove(path: string): Promise<boolean> {
+    try {
+      await this.call<void>((client, done) => client.remove(path, -1, done));
+      return true;
+    } catch (error) {
+      if (isZkError(error, ZK_ERROR.NO_NODE)) return false;
+      throw error;
+    }
+  }
+
+  /** The node's Stat, or null. */
+  exists(path: string): Promise<Stat | null> {
+    return this.call<Stat | null>((client, done) => client.exists(path, done));
+  }
+
+  /** The children's names (unsorted), or null when the node does not exist. */
+  async getChildren(path: string): Promise<string[] | null> {
+    try {
+      return await this.call<string[]>((client, done) => client.getChildren(path, done));
+    } catch (error) {
+      if (isZkError(error, ZK_ERROR.NO_NODE)) return null;
+      throw error;
+    }
+  }
+
+  /**
+   * Reads the node and leaves a one-shot watch on it (fires on change or deletion); resolves its Stat, or
+   * null, leaving no watch behind, when the node is already gone. Curator uses getData rather than exists for
+   * the same reason: exists on a missing node would leave a watch waiting for a node that never comes back.
+   */
+  async watchNode(path: string, watcher: (event: ZkEvent) => void): Promise<Stat | null> {
+    try {
+      return await this.call<Stat>((client, done) => client.getData(path, watcher, (error, _data, stat) => done(error, stat)));
+    } catch (error) {
+      if (isZkError(error, ZK_ERROR.NO_NODE)) return null;
+      throw error;
+    }
+  }
+
+  /** Fails every outstanding call, stops listening, and closes the client if we created it. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= this.shutDown();
+    return this.closing;
+  }
+
+  private async shutDown(): Promise<void> {
+    this.terminal = this.error('close', 'the backend is closed (close() was called)');
+    for (const client of [...this.pending.keys()]) this.failPending(client, this.terminal);
+    for (const client of [...this.onClientState.keys()]) this.detach(client);
+    this.listeners.clear();
+    this.stopSilenceWatch?.();
+    if (this.ownsClient) await closeOwnedClient(this.client);
+  }
+
+  private call<T>(run: (client: Client, done: (error: unknown, value?: T) => void) => void): Promise<T> {
+    if (this.terminal) return Promise.reject(this.terminal);
+    const client = this.client;
+    let calls = this.pending.get(client);
+    if (!calls) this.pending.set(client, (calls = new Set()));
+    const outstanding = calls;
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      const fail = (error: unknown) => {
+        if (settled) return;
+        settled = true;
+        outstanding.delete(fail);
+        reject(error);
+      };
+      outstanding.add(fail);
+      try {
+        run(client, (error, value) => {
+          if (settled) return;
+          settled = true;
+          outstanding.delete(fail);
+          if (error) reject(error);
+          else resolve(value as T);
+        });
+      } catch (error) {
+        // node-zookeeper-client asserts its arguments synchronously (e.g. a malformed path).
+        fail(error);
+      }
+    });
+  }
+
+  private attach(client: Client): void {
+    const listener = (state: State) => this.onState(client, state);
+    this.onClientState.set(client, listener);
+    client.on('state', listener);
+  }
+
+  private detach(client: Client): void {
+    const listener = this.onClientState.get(client);
+    if (listener) client.removeListener('state', listener);
+    this.onClientState.delete(client);
+  }
+
+  private onState(client: Client, state: State): void {
+    if (client !== this.client || this.closing) return;
+    switch (state.code) {
+      case STATE.SYNC_CONNECTED: {
+        const sessionId = sessionIdOf(client);
+        this.connected = true;
+        if (sessionId === this.liveSessionId) return this.emit({ type: 'reconnected', sessionId });
+        if (this.liveSessionId) this.emit({ type: 'expired', sessionId: this.liveSessionId });
+        this.liveSessionId = sessionId;
+        return this.emit({ type: 'connected', sessionId });
+      }
+      case STATE.DISCONNECTED:
+        if (!this.connected) return;
+        this.connected = false;
+        return this.emit({ type: 'suspended' });
+      case STATE.EXPIRED:
+        return this.onExpired(client);
+      case STATE.AUTH_FAILED:
+        this.connected = false;
+        this.terminal = this.error('connect', 'ZooKeeper rejected the client\'s credentials (AUTH_FAILED)');
+        return this.failPending(client, this.terminal);
+    }
+  }
+
+  private onExpired(client: Client): void {
+    const expired = this.liveSessionId;
+    this.liveSessionId = undefined;
+    this.connected = false;
+    const error = Object.assign(new Error('Exception: SESSION_EXPIRED[-112]'), { code: ZK_ERROR.SESSION_EXPIRED });
+    this.failPending(client, error);
+    if (this.ownsClient) {
+      // Like Curator: a new ZooKeeper handle, hence a new session. The old client has closed its socket.
+      this.detach(client);
+      this.pending.delete(client);
+      this.stopSilenceWatch?.();
+      this.client = this.makeClient!();
+      this.attach(this.client);
+      this.stopSilenceWatch = dropSilentConnections(this.client);
+      this.client.connect();
+    } else {
+      this.terminal = this.error(
+        'session',
+        'the ZooKeeper session of the client passed to ZooKeeperLockBackend expired, and node-zookeeper-client ' +
+          'never reconnects an expired client: create a new client and a new backend (or pass { connectionString } ' +
+          'so the backend replaces its client itself)',
+      );
+    }
+    if (expired) this.emit({ type: 'expired', sessionId: expired });
+  }
+
+  private failPending(client: Client, error: unknown): void {
+    const calls = this.pending.get(client);
+    if (!calls) return;
+    for (const fail of [...calls]) fail(error);
+  }
+
+  private emit(event: SessionEvent): void {
+    for (const listener of [...this.listeners]) listener(event);
+  }
+
+  private error(operation: string, detail: string): LockBackendError {
+    return new LockBackendError('zookeeper', this.address, operation, detail);
+  }
+}
+
+/** The session id as 16 hex digits, the way ZooKeeper logs it (and the Stat's ephemeralOwner). */
+export function sessionIdOf(client: Client): string {
+  return hex(client.getSessionId());
+}
+
+export function hex(bytes: Buffer): string {
+  return Buffer.from(bytes).toString('hex');
+}
+
+/** The connection string of an app's client (node-zookeeper-client keeps it on a private field). */
+function readConnectionString(client: Client): string {
+  const parser = (client as unknown as { connectionManager?: { connectionStringParser?: { getConnectionString?(): string } } })
+    .connectionManager?.connectionStringParser;
+  return parser?.getConnectionString?.() ?? 'unknown ZooKeeper ensemble';
+}
+
+/** `host:port,...[/chroot]` without any `user:password@` someone may have put in. */
+export function describeConnectionString(connectionString: string): string {
+  return connectionString
+    .split(',')
+    .map((server) => server.trim().replace(/^[^@/]*@/, ''))
+    .join(',');
+}

@@ -1,0 +1,220 @@
+import { accessSync, constants, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { createClient } from 'node-zookeeper-client';
+import { freeTestPort } from './free-port';
+import { ServerExitedError, SpawnedServer, spawnServer, stopServer, waitUntilReady } from './server-process';
+
+/** What CI (and a developer) must install for the ZooKeeper tests: the server's jars, Curator's, a JDK. */
+export const ZOOKEEPER_INSTALL_HINT = 'apt-get install -y zookeeper libcurator-recipes-java default-jdk-headless';
+
+/** Debian puts every Java library here; zookeeper.jar's manifest Class-Path pulls in its own dependencies. */
+export const JAVA_LIBRARY_DIR = '/usr/share/java';
+const SERVER_JAR = join(JAVA_LIBRARY_DIR, 'zookeeper.jar');
+/** Optional: without an SLF4J binding the server prints nothing, which makes start-up failures opaque. */
+const LOG_BINDING_JAR = join(JAVA_LIBRARY_DIR, 'slf4j-simple.jar');
+
+export interface ZooKeeperServerOptions {
+  /**
+   * ZooKeeper's time unit, ms. Sessions may last from 2 to 20 ticks, so the default 500 lets tests use
+   * session timeouts from 1 s to 10 s (Debian's default 2 000 would make the shortest session 4 s).
+   */
+  tickTime?: number;
+  /** fsync the transaction log on every write, as production does (default false: test data is thrown away). */
+  forceSync?: boolean;
+}
+
+export interface TestZooKeeperServer {
+  /** `127.0.0.1:<port>`, what node-zookeeper-client and Curator take. */
+  readonly connectionString: string;
+  readonly host: '127.0.0.1';
+  readonly port: number;
+  readonly pid: number;
+  readonly tickTime: number;
+  /** Graceful stop; removes the data dir. Idempotent. */
+  stop(): Promise<void>;
+  /** Sends a signal (SIGKILL to simulate a crash) and waits for the exit when the signal is fatal. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** SIGSTOP: the server keeps its sockets but answers nothing, and its session clock stops too. */
+  pause(): void;
+  /** SIGCONT after pause(). */
+  resume(): void;
+}
+
+const START_ATTEMPTS = 5;
+const JAVA_OPTIONS = [
+  // A small, quick-starting JVM: the tests need a few MB of data and no peak throughput.
+  '-Xms32m',
+  '-Xmx256m',
+  '-XX:+UseSerialGC',
+  '-XX:TieredStopAtLevel=1',
+  '-Djava.net.preferIPv4Stack=true',
+  '-Dorg.slf4j.simpleLogger.defaultLogLevel=error',
+];
+
+/**
+ * Starts a standalone ZooKeeper 3.8 (Debian's `zookeeper` package) on a free loopback port with a temp data
+ * dir, no admin server and no four-letter-word commands, and waits until it grants a session.
+ * Start one per spec file: the JVM takes a second or two.
+ */
+export async function startZooKeeper(options: ZooKeeperServerOptions = {}): Promise<TestZooKeeperServer> {
+  const java = findJava();
+  const classpath = zookeeperServerClasspath();
+  const tickTime = options.tickTime ?? 500;
+  const forceSync = options.forceSync ?? false;
+  for (let attempt = 1; ; attempt++) {
+    const port = await freeTestPort();
+    // The port in the dir name puts it on the JVM's command line, which is what orphan reaping checks.
+    const dir = mkdtempSync(join(tmpdir(), `ndl-zookeeper-${port}-`));
+    try {
+      const server = await launch(java, classpath, port, tickTime, forceSync, dir);
+      return wrap(server, port, tickTime, dir);
+    } catch (error) {
+      rmSync(dir, { recursive: true, force: true });
+      if (error instanceof ServerExitedError && error.portTaken && attempt < START_ATTEMPTS) continue;
+      throw error;
+    }
+  }
+}
+
+/** The `java` launcher (or another JDK tool, e.g. `javac`) on PATH, or an error that says what to install. */
+export function findJava(tool: 'java' | 'javac' = 'java'): string {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (!dir) continue;
+    const candidate = join(dir, tool);
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not in this directory
+    }
+  }
+  throw new Error(`${tool} is not on PATH. The ZooKeeper tests run a real ZooKeeper server and a Curator client: ${ZOOKEEPER_INSTALL_HINT}`);
+}
+
+/** Classpath of the server, or an error that says what to install. */
+export function zookeeperServerClasspath(): string {
+  requireJar(SERVER_JAR);
+  try {
+    accessSync(LOG_BINDING_JAR, constants.R_OK);
+    return [SERVER_JAR, LOG_BINDING_JAR].join(delimiter);
+  } catch {
+    return SERVER_JAR;
+  }
+}
+
+export function requireJar(path: string): string {
+  try {
+    accessSync(path, constants.R_OK);
+    return path;
+  } catch {
+    throw new Error(`${path} is missing. The ZooKeeper tests need Debian's ZooKeeper and Curator jars: ${ZOOKEEPER_INSTALL_HINT}`);
+  }
+}
+
+async function launch(
+  java: string,
+  classpath: string,
+  port: number,
+  tickTime: number,
+  forceSync: boolean,
+  dir: string,
+): Promise<SpawnedServer> {
+  const dataDir = join(dir, 'data');
+  mkdirSync(dataDir);
+  const config = join(dir, 'zoo.cfg');
+  writeFileSync(
+    config,
+    [
+      `tickTime=${tickTime}`,
+      `dataDir=${dataDir}`,
+      `clientPort=${port}`,
+      'clientPortAddress=127.0.0.1',
+      'admin.enableServer=false',
+      '4lw.commands.whitelist=',
+      'maxClientCnxns=0',
+      `forceSync=${forceSync ? 'yes' : 'no'}`,
+      '',
+    ].join('\n'),
+  );
+  const server = spawnServer(java, [...JAVA_OPTIONS, '-cp', classpath, 'org.apache.zookeeper.server.ZooKeeperServerMain', config]);
+  server.ownTempDir(dir);
+  recordForReaping(server.pid, port);
+  try {
+    await waitUntilReady(server, `ZooKeeper on 127.0.0.1:${port}`, () => grantsSession(`127.0.0.1:${port}`), 30_000);
+  } catch (error) {
+    await stopServer(server);
+    server.forget();
+    forgetForReaping(server.pid);
+    throw error;
+  }
+  return server;
+}
+
+function wrap(server: SpawnedServer, port: number, tickTime: number, dir: string): TestZooKeeperServer {
+  let stopped = false;
+  return {
+    connectionString: `127.0.0.1:${port}`,
+    host: '127.0.0.1',
+    port,
+    pid: server.pid,
+    tickTime,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await stopServer(server);
+      server.forget();
+      forgetForReaping(server.pid);
+      rmSync(dir, { recursive: true, force: true });
+    },
+    async kill(signal: NodeJS.Signals = 'SIGKILL') {
+      if (!server.isRunning()) return;
+      server.child.kill(signal);
+      if (signal === 'SIGKILL' || signal === 'SIGTERM' || signal === 'SIGINT') await server.exited;
+    },
+    pause() {
+      if (server.isRunning()) server.child.kill('SIGSTOP');
+    },
+    resume() {
+      if (server.isRunning()) server.child.kill('SIGCONT');
+    },
+  };
+}
+
+/** True once the server hands out a session within a second. */
+export function grantsSession(connectionString: string, timeoutMs = 1_000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const client = createClient(connectionString, { sessionTimeout: 2_000, spinDelay: 100 });
+    const timer = setTimeout(() => finish(false), timeoutMs);
+    const finish = (ok: boolean) => {
+      clearTimeout(timer);
+      client.removeAllListeners('connected');
+      client.close();
+      // The closeSession request needs no answer here; drop the socket so no retry timer lingers.
+      (client as unknown as { connectionManager: { socket?: { destroy(): void } } }).connectionManager.socket?.destroy();
+      resolve(ok);
+    };
+    client.once('connected', () => finish(true));
+    client.connect();
+  });
+}
+
+/**
+ * The shared test servers are reaped by test/support/shared-servers.ts when a run was SIGKILLed; this server
+ * is started by a spec, so it leaves its own record in the same directory and format (one file per server).
+ */
+const PID_DIR = join(tmpdir(), 'ndl-test-servers');
+const SERVER_MAIN = 'ZooKeeperServerMain';
+
+function pidFile(serverPid: number): string {
+  return join(PID_DIR, `${process.pid}-zookeeper-${serverPid}.json`);
+}
+
+function recordForReaping(serverPid: number, port: number): void {
+  mkdirSync(PID_DIR, { recursive: true });
+  writeFileSync(pidFile(serverPid), JSON.stringify({ owner: process.pid, servers: [{ pid: serverPid, binary: SERVER_MAIN, port }] }));
+}
+
+function forgetForReaping(serverPid: number): void {
+  rmSync(pidFile(serverPid), { force: true });
+}
