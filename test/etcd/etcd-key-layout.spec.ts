@@ -1,4 +1,12 @@
-import { contenderKey, encodeLockKey, lockPrefix, prefixRangeEnd } from '../../lib/backends/etcd/etcd-key-layout';
+import {
+  contenderKey,
+  encodeLockKey,
+  lockPrefix,
+  prefixRangeEnd,
+  readerKey,
+  READER_MARK,
+  semaphorePrefix,
+} from '../../lib/backends/etcd/etcd-key-layout';
 
 describe('etcd key layout', () => {
   it('keeps ordinary keys readable, as etcdctl users type them', () => {
@@ -30,6 +38,26 @@ describe('etcd key layout', () => {
     // The lease from the seed article's Go log: /etcdlock/3f357a41d952f22c.
     expect(contenderKey('locks/file:1/', '4554681021392679468')).toBe('locks/file:1/3f357a41d952f22c');
     expect(contenderKey('p/', '255')).toBe('p/ff');
+  });
+
+  it('names a reader r-<lease hex> in the lock’s range, a prefix no lease id in hex can start with', () => {
+    expect(readerKey('locks/file:1/', '255')).toBe('locks/file:1/r-ff');
+    expect(readerKey('locks/file:1/', '1').startsWith(lockPrefix('locks', 'file:1'))).toBe(true);
+    expect(/^[0-9a-f]+$/.test(READER_MARK)).toBe(false);
+  });
+
+  it('keeps every semaphore range apart from every lock range, whatever the names', () => {
+    const names = ['jobs', '%semaphore', '%semaphore/jobs', '%25semaphore', 'semaphore', '%', 'jobs/', '/jobs'];
+    for (const a of names) {
+      expect(semaphorePrefix('locks', a)).toBe(`locks/%semaphore/${encodeLockKey(a)}/`);
+      for (const b of names) {
+        const permit = contenderKey(semaphorePrefix('locks', b), '7587883443495380101');
+        const lock = contenderKey(lockPrefix('locks', b), '7587883443495380101');
+        expect(permit.startsWith(lockPrefix('locks', a))).toBe(false);
+        expect(lock.startsWith(semaphorePrefix('locks', a))).toBe(false);
+        if (a !== b) expect(permit.startsWith(semaphorePrefix('locks', a))).toBe(false);
+      }
+    }
   });
 
   it('ends a prefix range at the prefix with its last byte incremented', () => {

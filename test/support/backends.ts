@@ -101,7 +101,8 @@ async function closeRedisClient(client: Redis): Promise<void> {
 }
 
 function etcdBackend(endpoint: string): BackendUnderTest {
-  const client = new Etcd3({ hosts: endpoint });
+  // A cluster's members, comma-separated, so forked workers can use every member.
+  const client = new Etcd3({ hosts: endpoint.split(',') });
   return own(new EtcdLockBackend({ client }), () => client.close());
 }
 
@@ -140,6 +141,10 @@ function sharedView(store: LockBackend): LockBackend {
     release: (lock) => store.release(lock),
     isLocked: (namespace, key) => store.isLocked(namespace, key),
     close: async () => undefined,
+    ...(store.supports && { supports: store.supports }),
+    ...(store.extendMany && { extendMany: (items) => store.extendMany!(items) }),
+    ...(store.inspect && { inspect: (namespace, key) => store.inspect!(namespace, key) }),
+    ...(store.observe && { observe: (lock, listener) => store.observe!(lock, listener) }),
   };
 }
 

@@ -26,6 +26,10 @@ export class RecordingBackend implements LockBackend {
     return this.inner.address;
   }
 
+  get supports(): LockBackend['supports'] {
+    return this.inner.supports;
+  }
+
   /** Calls that would have reached the server (close excluded). */
   get serverCalls(): number {
     const { close: _close, ...rest } = this.calls;

@@ -3,10 +3,10 @@ import { LockBackendError } from '../../errors';
 import { monotonicNow } from '../../utils/clock';
 import { delay, raceAbort } from '../shared/abort';
 import type { WakeReason } from './etcd-deletion-watch';
-import { contenderKey, lockPrefix } from './etcd-key-layout';
-import type { GrantedLease } from './etcd-lease';
+import { GrantedLease, isLeaseNotFound } from './etcd-lease';
 import { EtcdLockClient, Inspection, toEtcdBackendError } from './etcd-lock-client';
 import { EtcdLockState, leaseSecondsFor, validUntil } from './etcd-lock-state';
+import { QueueRules, queueRulesFor, WaitTarget } from './etcd-queue-rules';
 
 /** Deadline for the clean-up calls we make on our own (revoking a waiter's lease), so none lingers. */
 export const CLEANUP_DEADLINE_MS = 5_000;
@@ -17,23 +17,36 @@ function backoff(failures: number): number {
   return Math.min(MAX_BACKOFF_MS, 50 * 2 ** failures);
 }
 
-/** Our place in the queue: one key on one lease. */
-interface QueueEntry {
-  readonly key: string;
+/** How often join() takes a fresh lease when the one it just granted was gone before our key was put. */
+const JOIN_ATTEMPTS = 3;
+
+/** A lease we granted and keep alive while we wait. */
+interface WaitingLease {
   readonly lease: Promise<GrantedLease>;
   readonly leaseId: string;
   readonly leaseTtlSeconds: number;
-  readonly createRevision: bigint;
-  readonly isOwner: boolean;
   /** Monotonic time just before the last grant/keepalive of this lease that succeeded. */
   aliveSince: number;
+}
+
+/** Our place in the queue: one key on one lease. */
+interface QueueEntry extends WaitingLease {
+  readonly key: string;
+  readonly createRevision: bigint;
+  /**
+   * Whether we held as soon as our key was put (nobody ahead of us blocked); undefined when the put's
+   * answer was lost and a retry found our key already there, so a read must tell.
+   */
+  readonly holds: boolean | undefined;
 }
 
 type Wake = WakeReason | 'lease-lost';
 
 /**
  * One acquire or tryAcquire: joins the revision-ordered queue under the lock's prefix (Go's
- * concurrency.Mutex), then waits for the deletion of its predecessor only, so a release wakes one waiter.
+ * concurrency.Mutex), then waits for what blocks it and nothing else, so a release wakes only those it
+ * may let in. Who blocks whom is the queue kind's business (QueueRules): a writer waits for its immediate
+ * predecessor, a reader for the nearest earlier writer, a semaphore waiter for enough earlier keys to go.
  *
  * While queued it keeps its own lease alive (a queued key whose lease expires vanishes), and after every
  * wake-up it re-reads its own key before believing it is first (etcd#11456). If its key vanished anyway,
@@ -43,7 +56,7 @@ type Wake = WakeReason | 'lease-lost';
  */
 export class EtcdAcquisition {
   private readonly controller = new AbortController();
-  private readonly prefix: string;
+  private readonly rules: QueueRules;
   /** Leases this attempt granted and still has to revoke unless it hands one over as the lock. */
   private readonly leases = new Set<Promise<GrantedLease>>();
   private keepaliveTimer?: NodeJS.Timeout;
@@ -59,7 +72,7 @@ export class EtcdAcquisition {
     private readonly track: (work: Promise<unknown>) => void,
     userSignal?: AbortSignal,
   ) {
-    this.prefix = lockPrefix(request.namespace, request.key);
+    this.rules = queueRulesFor(request);
     const forward = () => this.controller.abort(userSignal!.reason);
     if (userSignal?.aborted) forward();
     else userSignal?.addEventListener('abort', forward, { once: true });
@@ -81,8 +94,7 @@ export class EtcdAcquisition {
       if (this.signal.aborted) throw this.signal.reason;
       for (;;) {
         const entry = await this.join();
-        if (entry.isOwner) return this.handOver(entry);
-        this.startKeepalive(entry);
+        if (entry.holds) return this.handOver(entry);
         if (await this.waitForTurn(entry)) return this.handOver(entry);
         // Our key vanished while queued (lease expired or revoked). Join again, at the back, with a new lease.
         this.stopKeepalive();
@@ -99,8 +111,9 @@ export class EtcdAcquisition {
   async tryAcquire(): Promise<LockGrant | null> {
     try {
       const entry = await this.join();
-      if (entry.isOwner) return this.handOver(entry);
-      // Someone holds or queues. Revoking the lease deletes our key with it, in one request.
+      if (entry.holds ?? (await this.holdsNow(entry))) return this.handOver(entry);
+      this.stopKeepalive();
+      // Someone holds or queues ahead of us. Revoking the lease deletes our key with it, in one request.
       await this.server(this.etcd.revoke(entry.leaseId));
       this.leases.delete(entry.lease);
       return null;
@@ -112,28 +125,41 @@ export class EtcdAcquisition {
     }
   }
 
-  /** Grants a lease and puts our key on it; the same txn reads who is first in line. */
+  /**
+   * Grants a lease and puts our key on it; the same txn reads whether we hold at once. The lease is kept
+   * alive from the grant on: during a leader election one request can hang for etcd's request timeout
+   * (5 s + 2 election timeouts), longer than a short lease lives. If the lease still expired before the
+   * put (etcd says "lease not found"), it starts over with a fresh one.
+   */
   private async join(): Promise<QueueEntry> {
-    const startedAt = monotonicNow();
-    const lease = this.etcd.grant(leaseSecondsFor(this.request.ttl));
-    this.leases.add(lease);
-    lease.catch(() => this.leases.delete(lease));
-    const granted = await this.server(lease);
-    const key = contenderKey(this.prefix, granted.id);
-    const queued = await this.server(this.etcd.enqueue(this.prefix, key, this.request.token, granted.id));
-    return {
-      key,
-      lease,
-      leaseId: granted.id,
-      leaseTtlSeconds: granted.ttlSeconds,
-      createRevision: queued.createRevision,
-      isOwner: queued.ownerRevision === queued.createRevision,
-      aliveSince: startedAt,
-    };
+    for (let attempt = 1; ; attempt++) {
+      const startedAt = monotonicNow();
+      const lease = this.etcd.grant(leaseSecondsFor(this.request.ttl));
+      this.leases.add(lease);
+      lease.catch(() => this.leases.delete(lease));
+      const granted = await this.server(lease);
+      const waiting: WaitingLease = { lease, leaseId: granted.id, leaseTtlSeconds: granted.ttlSeconds, aliveSince: startedAt };
+      this.startKeepalive(waiting);
+      const key = this.rules.keyFor(granted.id);
+      try {
+        const queued = await this.server(this.etcd.enqueue(this.rules, key, this.request.token, granted.id));
+        return Object.assign(waiting, { key, createRevision: queued.createRevision, holds: queued.holds });
+      } catch (error) {
+        this.stopKeepalive();
+        this.revokeLater(lease);
+        if (attempt >= JOIN_ATTEMPTS || !isLeaseNotFound((error as { cause?: unknown })?.cause)) throw error;
+      }
+    }
+  }
+
+  /** One read: whether nobody ahead of us blocks now (our key still there). */
+  private async holdsNow(entry: QueueEntry): Promise<boolean> {
+    const seen = await this.server(this.etcd.inspect(this.rules, entry.key, entry.createRevision));
+    return seen.present && seen.blocker === undefined;
   }
 
   /**
-   * Resolves true once we are first in line, false if our key is gone. Once queued, a failed read is
+   * Resolves true once nobody ahead of us blocks us, false if our key is gone. Once queued, a failed read is
    * retried with backoff: a brief outage or leader change should not cost us our place.
    */
   private async waitForTurn(entry: QueueEntry): Promise<boolean> {
@@ -148,7 +174,7 @@ export class EtcdAcquisition {
         [leaseTtl, seen] = await this.server(
           Promise.all([
             this.etcd.keepAlive(entry.leaseId, entry.leaseTtlSeconds * 1000),
-            this.etcd.inspect(this.prefix, entry.key, entry.createRevision),
+            this.etcd.inspect(this.rules, entry.key, entry.createRevision),
           ]),
         );
       } catch (error) {
@@ -159,10 +185,10 @@ export class EtcdAcquisition {
       failedReads = 0;
       if (leaseTtl <= 0 || !seen.present) return false;
       entry.aliveSince = Math.max(entry.aliveSince, startedAt);
-      if (seen.predecessor === undefined) return true;
+      if (seen.blocker === undefined) return true;
       if (failedWatches > 0) await delay(backoff(failedWatches), this.signal);
       // From the revision after our read, so a deletion between the read and the watch is not missed.
-      const reason = await this.sleepUntilWoken(seen.predecessor, seen.revision + 1n);
+      const reason = await this.sleepUntilWoken(seen.blocker, seen.revision + 1n);
       failedWatches = reason === 'recheck' ? failedWatches + 1 : 0;
     }
   }
@@ -184,11 +210,11 @@ export class EtcdAcquisition {
     }
   }
 
-  /** Waits for the predecessor's deletion (or a reason to re-read). Rejects with the signal's reason. */
-  private sleepUntilWoken(predecessor: string, fromRevision: bigint): Promise<Wake> {
+  /** Waits for the blocker's deletion(s) (or a reason to re-read). Rejects with the signal's reason. */
+  private sleepUntilWoken(blocker: WaitTarget, fromRevision: bigint): Promise<Wake> {
     return new Promise<Wake>((resolve, reject) => {
       if (this.signal.aborted) return reject(this.signal.reason);
-      const watch = this.etcd.watchDeletion(predecessor, fromRevision);
+      const watch = this.etcd.watchDeletion(blocker, fromRevision);
       let done = false;
       const finish = (settle: () => void) => {
         if (done) return;
@@ -205,8 +231,8 @@ export class EtcdAcquisition {
     });
   }
 
-  /** Keeps a queued key's lease alive at a third of its TTL, like etcd's own clients. The timer is unref'd. */
-  private startKeepalive(entry: QueueEntry): void {
+  /** Keeps a waiting lease alive at a third of its TTL, like etcd's own clients. The timer is unref'd. */
+  private startKeepalive(entry: WaitingLease): void {
     let inFlight = false;
     const tick = async () => {
       if (inFlight) return;

@@ -1,4 +1,4 @@
-import type { Etcd3, Watcher } from 'etcd3';
+import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
 
 /**
  * Why a waiter woke up. Either way it re-reads before believing anything:
@@ -21,13 +21,35 @@ export interface DeletionWatch {
  */
 export function watchDeletion(client: Etcd3, key: string, fromRevision: bigint): DeletionWatch {
   // watcher() rather than create(): listeners are attached before the first event can arrive.
-  const watcher: Watcher = client.watch().key(key).only('delete').startRevision(fromRevision.toString()).watcher();
+  const watcher = client.watch().key(key).only('delete').startRevision(fromRevision.toString()).watcher();
+  return followWatcher(watcher, (fire) => watcher.on('delete', () => fire('deleted')));
+}
+
+/**
+ * Watches a range from `fromRevision` on and fires once `count` keys created before revision `before` were
+ * deleted. Each delete event carries the deleted key's previous version, and with it its create revision;
+ * later keys (newer waiters) leaving do not count. If the server no longer has that previous version
+ * (compacted), the event is taken as a reason to read again, which is always safe.
+ */
+export function watchEarlierDeletions(client: Etcd3, prefix: string, before: bigint, count: number, fromRevision: bigint): DeletionWatch {
+  const watcher = client.watch().prefix(prefix).only('delete').withPreviousKV().startRevision(fromRevision.toString()).watcher();
+  let remaining = count;
+  return followWatcher(watcher, (fire) =>
+    watcher.on('delete', (_kv: IKeyValue, previous?: IKeyValue) => {
+      if (!previous?.create_revision) return fire('deleted');
+      if (BigInt(previous.create_revision) < before && --remaining <= 0) fire('deleted');
+    }),
+  );
+}
+
+/** Turns a watcher's life cycle into a DeletionWatch; `listen` attaches the deletion listener. */
+function followWatcher(watcher: Watcher, listen: (fire: (reason: WakeReason) => void) => void): DeletionWatch {
   let attached = true;
   let cancelled: Promise<void> | undefined;
   let fire!: (reason: WakeReason) => void;
   const fired = new Promise<WakeReason>((resolve) => (fire = resolve));
 
-  watcher.on('delete', () => fire('deleted'));
+  listen((reason) => fire(reason));
   // The server cancelled the watcher and etcd3 already dropped it: cancelling again would wait forever.
   watcher.on('error', () => {
     attached = false;

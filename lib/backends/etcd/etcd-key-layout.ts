@@ -2,11 +2,26 @@
  * Key layout shared with etcd's Go `concurrency.Mutex` and `etcdctl lock <name>`:
  *
  *   lock name (a prefix):  <namespace>/<enc(key)>/
- *   each contender:        <namespace>/<enc(key)>/<lease id, lowercase hex>
+ *   exclusive/write:       <namespace>/<enc(key)>/<lease id, lowercase hex>
+ *   read:                  <namespace>/<enc(key)>/r-<lease id, lowercase hex>
+ *   semaphore:             <namespace>/%semaphore/<enc(key)>/<lease id, lowercase hex>
  *
  * so a Go service locking "locks/file:42" and LockService({ keyPrefix: 'locks' }).acquire('file:42')
- * queue behind each other.
+ * queue behind each other. Readers stay in the same range: a Go Mutex (or etcdctl) waits behind them as it
+ * should, and our readers take every key that is not a reader's (Go's included) for a writer.
  */
+
+/**
+ * Marks a reader's key. Lease ids print as hex digits only, so no writer key (ours or Go's) starts with it.
+ * The `-` also sorts it into a range of its own: `r-` .. `r.`.
+ */
+export const READER_MARK = 'r-';
+
+/**
+ * The path segment that keeps semaphores apart from locks of the same name. It cannot be an encoded key:
+ * encodeLockKey only emits `%` followed by two hex digits, and namespaces may not contain `%` or `/`.
+ */
+export const SEMAPHORE_SEGMENT = '%semaphore';
 
 /**
  * Percent-encodes `%`, `/` and control characters. With no `/` left in the encoded key, no lock's range
@@ -22,9 +37,19 @@ export function lockPrefix(namespace: string, key: string): string {
   return `${namespace}/${encodeLockKey(key)}/`;
 }
 
+/** `<namespace>/%semaphore/<enc(key)>/`: the range every holder and waiter of this semaphore lives in. */
+export function semaphorePrefix(namespace: string, key: string): string {
+  return `${namespace}/${SEMAPHORE_SEGMENT}/${encodeLockKey(key)}/`;
+}
+
 /** Go formats the lease id with `%x`: lowercase hex, no `0x`. Lease ids are positive int64s. */
 export function contenderKey(prefix: string, leaseId: string): string {
   return `${prefix}${BigInt(leaseId).toString(16)}`;
+}
+
+/** A reader's key in a lock's range: `<prefix>r-<lease id hex>`. */
+export function readerKey(prefix: string, leaseId: string): string {
+  return `${prefix}${READER_MARK}${BigInt(leaseId).toString(16)}`;
 }
 
 /** The exclusive end of the range of keys starting with `prefix` (its last byte plus one). */

@@ -86,7 +86,8 @@ export async function revokeLease(leases: LeaseClient, leaseId: string, options?
   }
 }
 
-function isLeaseNotFound(error: unknown): boolean {
+/** etcd's answer for a lease that expired or was revoked. */
+export function isLeaseNotFound(error: unknown): boolean {
   return (
     (error as Error | undefined)?.constructor?.name === 'EtcdLeaseInvalidError' ||
     /requested lease not found/.test(String((error as Error | undefined)?.message))

@@ -1,28 +1,20 @@
 import type { Etcd3 } from 'etcd3';
 import { LockBackendError, LockError } from '../../errors';
-import { DeletionWatch, watchDeletion } from './etcd-deletion-watch';
+import { DeletionWatch, watchDeletion, watchEarlierDeletions } from './etcd-deletion-watch';
 import { CallOptions, GrantedLease, grantLease, keepAliveMany, keepAliveOnce, revokeLease } from './etcd-lease';
-import {
-  anyContenderRange,
-  enqueueTxn,
-  inspectTxn,
-  MAX_TXN_OPS,
-  readKeysTxn,
-  rebindTxn,
-  releaseTxn,
-  stillOursTxn,
-} from './etcd-requests';
+import type { QueueRules, WaitTarget } from './etcd-queue-rules';
+import { anyContenderRange, MAX_TXN_OPS, readKeysTxn, rebindTxn, releaseTxn, stillOursTxn } from './etcd-requests';
 
 export interface Enqueued {
   readonly createRevision: bigint;
-  /** Create revision of the lowest contender, read in the same revision as our put. */
-  readonly ownerRevision: bigint;
+  /** Whether we hold at once, read in the same revision as our put; undefined when a retry found our key already put. */
+  readonly holds: boolean | undefined;
 }
 
 export type Inspection =
   | { readonly present: false }
-  /** `predecessor` is undefined when we are first in line; `revision` is the store revision of the read. */
-  | { readonly present: true; readonly predecessor: string | undefined; readonly revision: bigint };
+  /** `blocker` is undefined when we hold now; `revision` is the store revision of the read. */
+  | { readonly present: true; readonly blocker: WaitTarget | undefined; readonly revision: bigint };
 
 /**
  * The lock's requests on etcd3's raw clients (`kv`, `leaseClient`, the shared watch stream), each one round
@@ -63,25 +55,20 @@ export class EtcdLockClient {
     return revokeLease(this.client.leaseClient, leaseId, options);
   }
 
-  async enqueue(prefix: string, key: string, token: string, leaseId: string): Promise<Enqueued> {
-    const response = await this.client.kv.txn(enqueueTxn(prefix, key, token, leaseId));
-    const owner = response.responses[1]?.response_range?.kvs[0];
-    // The key embeds a lease id granted a moment ago, so it cannot exist yet.
-    if (!response.succeeded || !owner) throw new Error(`etcd refused to create the contender key ${key}`);
-    return { createRevision: BigInt(response.header.revision), ownerRevision: BigInt(owner.create_revision) };
+  async enqueue(rules: QueueRules, key: string, token: string, leaseId: string): Promise<Enqueued> {
+    const response = await this.client.kv.txn(rules.enqueueTxn(key, token, leaseId));
+    if (response.succeeded) return { createRevision: BigInt(response.header.revision), holds: rules.holdsAtOnce(response, key) };
+    // The key embeds a lease id granted a moment ago: if it exists on that lease, an earlier attempt of this
+    // very txn put it (etcd3 retries a call whose answer was lost).
+    const existing = response.responses[0]?.response_range?.kvs[0];
+    if (existing && String(existing.lease) === leaseId) return { createRevision: BigInt(existing.create_revision), holds: undefined };
+    throw new Error(`etcd refused to create the contender key ${key}: it exists and is not on our lease`);
   }
 
-  async inspect(prefix: string, key: string, createRevision: bigint): Promise<Inspection> {
-    const response = await this.client.kv.txn(inspectTxn(prefix, key, createRevision));
+  async inspect(rules: QueueRules, key: string, createRevision: bigint): Promise<Inspection> {
+    const response = await this.client.kv.txn(rules.inspectTxn(key, createRevision));
     if (!response.succeeded) return { present: false };
-    const previous = response.responses[0]?.response_range?.kvs[0];
-    const predecessor = previous ? previous.key.toString('utf8') : undefined;
-    return {
-      present: true,
-      // max_create_revision = 0 would mean "no bound"; never mistake our own key for a predecessor.
-      predecessor: predecessor === key ? undefined : predecessor,
-      revision: BigInt(response.header.revision),
-    };
+    return { present: true, blocker: rules.blocker(response, key, createRevision), revision: BigInt(response.header.revision) };
   }
 
   async stillOurs(key: string, createRevision: string, leaseId: string): Promise<boolean> {
@@ -103,8 +90,11 @@ export class EtcdLockClient {
     return Number((await this.client.kv.range(anyContenderRange(prefix))).count) > 0;
   }
 
-  watchDeletion(key: string, fromRevision: bigint): DeletionWatch {
-    return watchDeletion(this.client, key, fromRevision);
+  /** Watches, from `fromRevision` on, for what `target` waits for. */
+  watchDeletion(target: WaitTarget, fromRevision: bigint): DeletionWatch {
+    return target.type === 'key'
+      ? watchDeletion(this.client, target.key, fromRevision)
+      : watchEarlierDeletions(this.client, target.prefix, target.before, target.count, fromRevision);
   }
 }
 

@@ -21,10 +21,17 @@ const CLOSE_GRACE_MS = CLEANUP_DEADLINE_MS;
  * Locks on etcd v3, compatible with Go's `concurrency.Mutex` and `etcdctl lock`: each contender is a key
  * `<namespace>/<enc(key)>/<lease hex>` on its own lease, the lowest create revision owns the lock, and that
  * revision is the fencing token. See EtcdAcquisition for the queue.
+ *
+ * Read locks queue in the same range as `r-<lease hex>` and wait only for earlier writers; semaphores queue
+ * under `<namespace>/%semaphore/<enc(key)>/` and hold while fewer than `permits` keys are older
+ * (etcd-key-layout.ts, etcd-reader-queue.ts, etcd-semaphore-queue.ts). `hosts` may list every member of a
+ * cluster; etcd3 fails over between them and our waiters re-read after any watch disconnect.
  */
 export class EtcdLockBackend implements LockBackend {
   readonly kind = 'etcd';
   readonly address: string;
+  /** Read/write locks and semaphores keep the same queue, lease and re-check rules as exclusive locks. */
+  readonly supports = { readWrite: true, semaphore: true } as const;
 
   private readonly client: Etcd3;
   private readonly ownsClient: boolean;

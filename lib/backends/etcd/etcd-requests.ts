@@ -8,65 +8,70 @@ import { prefixRangeEnd } from './etcd-key-layout';
 const COMPARE_EQUAL = 0;
 const TARGET_CREATE = 1;
 const TARGET_LEASE = 4;
-const SORT_ASCEND = 1;
-const SORT_DESCEND = 2;
-const SORT_BY_CREATE = 2;
+export const SORT_ASCEND = 1;
+export const SORT_DESCEND = 2;
+export const SORT_BY_CREATE = 2;
 
-const bytes = (key: string): Buffer => Buffer.from(key, 'utf8');
+export const bytes = (key: string): Buffer => Buffer.from(key, 'utf8');
 
-function createRevisionIs(key: string, revision: string | number): ICompare {
-  return { key: bytes(key), target: TARGET_CREATE, result: COMPARE_EQUAL, create_revision: revision };
+export function createRevisionIs(key: string, revision: string | number | bigint): ICompare {
+  return { key: bytes(key), target: TARGET_CREATE, result: COMPARE_EQUAL, create_revision: revision.toString() };
 }
 
 function leaseIs(key: string, leaseId: string): ICompare {
   return { key: bytes(key), target: TARGET_LEASE, result: COMPARE_EQUAL, lease: leaseId };
 }
 
-function prefixRange(prefix: string): Pick<IRangeRequest, 'key' | 'range_end'> {
+/** The keys from `start` (inclusive) to `end` (exclusive). */
+export type KeyRange = Pick<IRangeRequest, 'key' | 'range_end'>;
+
+export function prefixRange(prefix: string): KeyRange {
   const key = bytes(prefix);
   return { key, range_end: prefixRangeEnd(key) };
 }
 
-/** Go's `WithFirstCreate()`: the contender with the lowest create revision, i.e. the owner. */
-function ownerOf(prefix: string): IRequestOp {
-  return {
-    request_range: { ...prefixRange(prefix), sort_target: SORT_BY_CREATE, sort_order: SORT_ASCEND, limit: 1, keys_only: true },
-  };
-}
-
 /**
- * Joins the queue the way Go's Mutex does: put our key on our lease if it does not exist yet, and in the
- * same revision read who owns the lock.
+ * Puts our contender key on our lease if it does not exist yet (the key embeds a lease id granted a moment
+ * ago, so it cannot), and runs `reads` in the same revision: each queue kind reads what tells it whether
+ * it holds at once. The put comes first, so the txn's revision is our key's create revision.
  */
-export function enqueueTxn(prefix: string, key: string, token: string, leaseId: string): ITxnRequest {
+export function enqueueTxn(key: string, token: string, leaseId: string, reads: IRequestOp[]): ITxnRequest {
   return {
     compare: [createRevisionIs(key, 0)],
-    success: [{ request_put: { key: bytes(key), value: bytes(token), lease: leaseId } }, ownerOf(prefix)],
-    failure: [],
+    success: [{ request_put: { key: bytes(key), value: bytes(token), lease: leaseId } }, ...reads],
+    // The key exists: etcd3 retried this txn after an attempt whose answer was lost had put it. Read it.
+    failure: [{ request_range: { key: bytes(key), keys_only: true } }],
   };
 }
 
 /**
  * Checks that our key is still the one we created (lease expiry deletes it; etcd#11456 is about believing
- * otherwise) and, in the same revision, finds our predecessor: the contender created just before us.
+ * otherwise) and runs `reads` in the same revision, to find who is ahead of us.
  */
-export function inspectTxn(prefix: string, key: string, createRevision: bigint): ITxnRequest {
+export function inspectTxn(key: string, createRevision: bigint, reads: IRequestOp[]): ITxnRequest {
+  return { compare: [createRevisionIs(key, createRevision)], success: reads, failure: [] };
+}
+
+/**
+ * The contender in `range` created last before `createRevision` (Go's `WithLastCreate` +
+ * `WithMaxCreateRev`). The server filters before it applies the limit.
+ */
+export function lastCreatedBefore(range: KeyRange, createRevision: bigint): IRequestOp {
   return {
-    compare: [createRevisionIs(key, createRevision.toString())],
-    success: [
-      {
-        request_range: {
-          ...prefixRange(prefix),
-          max_create_revision: (createRevision - 1n).toString(),
-          sort_target: SORT_BY_CREATE,
-          sort_order: SORT_DESCEND,
-          limit: 1,
-          keys_only: true,
-        },
-      },
-    ],
-    failure: [],
+    request_range: {
+      ...range,
+      max_create_revision: (createRevision - 1n).toString(),
+      sort_target: SORT_BY_CREATE,
+      sort_order: SORT_DESCEND,
+      limit: 1,
+      keys_only: true,
+    },
   };
+}
+
+/** Go's `WithFirstCreate()`: the contender in `range` with the lowest create revision. */
+export function firstCreated(range: KeyRange): IRequestOp {
+  return { request_range: { ...range, sort_target: SORT_BY_CREATE, sort_order: SORT_ASCEND, limit: 1, keys_only: true } };
 }
 
 /** Succeeds only while our key exists, created at our revision, on the given lease. */

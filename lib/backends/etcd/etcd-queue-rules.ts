@@ -1,0 +1,42 @@
+import type { ITxnRequest, ITxnResponse } from 'etcd3';
+import type { AcquireRequest } from '../lock-backend.interface';
+import { readerQueue } from './etcd-reader-queue';
+import { semaphoreQueue } from './etcd-semaphore-queue';
+import { writerQueue } from './etcd-writer-queue';
+
+/** What a waiter sleeps on until it reads the queue again. */
+export type WaitTarget =
+  /** The deletion of one key: a writer's predecessor, or the nearest earlier writer of a reader. */
+  | { readonly type: 'key'; readonly key: string }
+  /**
+   * `count` deletions of keys under `prefix` created before `before` (a semaphore waiter: any earlier
+   * holder or waiter leaving moves it up, so no single key tells when its turn comes).
+   */
+  | { readonly type: 'earlier-deletions'; readonly prefix: string; readonly before: bigint; readonly count: number };
+
+/**
+ * How one kind of contender (writer, reader, semaphore permit) queues: its key, what it reads when it joins
+ * and after every wake-up, and what it then waits for. Every kind keeps the same skeleton (EtcdAcquisition):
+ * one key on one lease, ordered by create revision, own key re-checked after every wake-up.
+ */
+export interface QueueRules {
+  /** The range every contender of this lock (or semaphore) lives in. */
+  readonly prefix: string;
+  /** Our contender key on the lease `leaseId`. */
+  keyFor(leaseId: string): string;
+  /** Puts our key and, in the same revision, reads whether we hold at once. */
+  enqueueTxn(key: string, token: string, leaseId: string): ITxnRequest;
+  /** From the enqueue txn's response (our key's create revision is the txn's revision). */
+  holdsAtOnce(response: ITxnResponse, key: string): boolean;
+  /** Compares our key's create revision and, in the same revision, reads who is ahead of us. */
+  inspectTxn(key: string, createRevision: bigint): ITxnRequest;
+  /** From a succeeded inspect txn: what we wait for, or undefined when we hold now. */
+  blocker(response: ITxnResponse, key: string, createRevision: bigint): WaitTarget | undefined;
+}
+
+/** The queue a request joins: a semaphore's, or the lock's as reader or as writer (exclusive is write). */
+export function queueRulesFor(request: AcquireRequest): QueueRules {
+  if (request.permits !== undefined) return semaphoreQueue(request.namespace, request.key, request.permits);
+  if (request.mode === 'read') return readerQueue(request.namespace, request.key);
+  return writerQueue(request.namespace, request.key);
+}

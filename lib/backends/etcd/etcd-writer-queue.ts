@@ -1,0 +1,40 @@
+import type { ITxnResponse } from 'etcd3';
+import { contenderKey, lockPrefix } from './etcd-key-layout';
+import type { QueueRules, WaitTarget } from './etcd-queue-rules';
+import { enqueueTxn, firstCreated, inspectTxn, lastCreatedBefore, prefixRange } from './etcd-requests';
+
+/**
+ * Exclusive and write locks, exactly Go's concurrency.Mutex: the key is `<prefix><lease hex>`, the lowest
+ * create revision in the whole range holds, and a waiter watches its immediate predecessor, whatever kind
+ * that is (a reader too): a writer waits for everyone who came before it.
+ */
+export function writerQueue(namespace: string, key: string): QueueRules {
+  const prefix = lockPrefix(namespace, key);
+  const everyone = prefixRange(prefix);
+  return {
+    prefix,
+    keyFor: (leaseId) => contenderKey(prefix, leaseId),
+    enqueueTxn: (own, token, leaseId) => enqueueTxn(own, token, leaseId, [firstCreated(everyone)]),
+    holdsAtOnce: (response) => {
+      const first = response.responses[1]?.response_range?.kvs[0];
+      return first !== undefined && first.create_revision === response.header.revision;
+    },
+    inspectTxn: (own, createRevision) => inspectTxn(own, createRevision, [lastCreatedBefore(everyone, createRevision)]),
+    blocker: (response, own) => nearestKey(response, own),
+  };
+}
+
+/** The key created last among the inspect txn's ranges (one per range read), or undefined if all are empty. */
+export function nearestKey(response: ITxnResponse, own: string): WaitTarget | undefined {
+  let nearest: { key: string; revision: bigint } | undefined;
+  for (const op of response.responses) {
+    const kv = op.response_range?.kvs[0];
+    if (!kv) continue;
+    const key = kv.key.toString('utf8');
+    // max_create_revision = 0 would mean "no bound"; never mistake our own key for someone ahead of us.
+    if (key === own) continue;
+    const revision = BigInt(kv.create_revision);
+    if (!nearest || revision > nearest.revision) nearest = { key, revision };
+  }
+  return nearest && { type: 'key', key: nearest.key };
+}

@@ -1,0 +1,4 @@
+import { etcdFactory } from '../support/backends';
+import { describeKindsContract } from './kinds-contract';
+
+describeKindsContract(etcdFactory);

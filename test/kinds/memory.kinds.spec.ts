@@ -1,0 +1,4 @@
+import { memoryFactory } from '../support/backends';
+import { describeKindsContract } from './kinds-contract';
+
+describeKindsContract(memoryFactory);

@@ -1,0 +1,4 @@
+import { redisFactory } from '../support/backends';
+import { describeKindsContract } from './kinds-contract';
+
+describeKindsContract(redisFactory);

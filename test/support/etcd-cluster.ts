@@ -1,0 +1,221 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { etcdHealthy } from './etcd-server';
+import { freeTestPort } from './free-port';
+import { findBinary, ServerExitedError, SpawnedServer, spawnServer, stopServer, waitUntilReady } from './server-process';
+
+/** One member of a test cluster. */
+export interface EtcdClusterMember {
+  readonly name: string;
+  /** http://127.0.0.1:<port> */
+  readonly endpoint: string;
+  readonly port: number;
+  readonly peerPort: number;
+  /** -1 while it is down. */
+  readonly pid: number;
+  isRunning(): boolean;
+  /** Graceful stop (SIGTERM); the data dir stays for restart(). Idempotent. */
+  stop(): Promise<void>;
+  /** A crash: SIGKILL by default. The data dir stays for restart(). */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts it again (after stop/kill) on the same ports and data; resolves once it serves as a member again. */
+  restart(): Promise<void>;
+}
+
+export interface TestEtcdCluster {
+  readonly members: readonly EtcdClusterMember[];
+  /** Every member's endpoint, for `new Etcd3({ hosts })` / `new EtcdLockBackend({ hosts })`. */
+  readonly endpoints: string[];
+  /** Index of the member that leads now (asked of the running members). */
+  leader(): Promise<number>;
+  /** Resolves once every running member reports a leader. */
+  waitUntilHealthy(timeoutMs?: number): Promise<void>;
+  /** Stops every member and removes the data dirs. Idempotent. */
+  stop(): Promise<void>;
+}
+
+const START_ATTEMPTS = 4;
+/**
+ * Faster than etcd's defaults (100/1000) would make a loaded two-core machine hold elections for nothing;
+ * these still elect in about a second. The server's minimum lease TTL is 1.5 x election timeout, rounded
+ * up to whole seconds: 2 s, the shortest ttl the etcd suites use.
+ */
+const HEARTBEAT_MS = 100;
+const ELECTION_MS = 1_000;
+const READY_TIMEOUT_MS = 30_000;
+
+interface MemberPlan {
+  readonly name: string;
+  readonly port: number;
+  readonly peerPort: number;
+  readonly dir: string;
+}
+
+/** Starts a `size`-member etcd cluster on free loopback ports with temp data dirs; waits until it has a leader. */
+export async function startEtcdCluster(size = 3): Promise<TestEtcdCluster> {
+  const binary = findBinary('etcd');
+  for (let attempt = 1; ; attempt++) {
+    const plans = await planMembers(size);
+    const token = `ndl-cluster-${randomUUID()}`;
+    const initialCluster = plans.map((plan) => `${plan.name}=http://127.0.0.1:${plan.peerPort}`).join(',');
+    const members = plans.map((plan) => clusterMember(binary, plan, initialCluster, token));
+    try {
+      // Together: no member is healthy before a quorum has started.
+      await Promise.all(members.map((member) => member.restart()));
+      return cluster(members, plans);
+    } catch (error) {
+      await Promise.allSettled(members.map((member) => member.stop()));
+      for (const plan of plans) rmSync(plan.dir, { recursive: true, force: true });
+      const portTaken = error instanceof ServerExitedError && error.portTaken;
+      if (portTaken && attempt < START_ATTEMPTS) continue;
+      throw error;
+    }
+  }
+}
+
+async function planMembers(size: number): Promise<MemberPlan[]> {
+  const used = new Set<number>();
+  const port = async () => {
+    for (;;) {
+      const candidate = await freeTestPort();
+      if (!used.has(candidate)) {
+        used.add(candidate);
+        return candidate;
+      }
+    }
+  };
+  const plans: MemberPlan[] = [];
+  for (let i = 0; i < size; i++) {
+    plans.push({ name: `m${i}`, port: await port(), peerPort: await port(), dir: mkdtempSync(join(tmpdir(), `ndl-etcd-cluster-m${i}-`)) });
+  }
+  return plans;
+}
+
+function clusterMember(binary: string, plan: MemberPlan, initialCluster: string, token: string): EtcdClusterMember {
+  const client = `http://127.0.0.1:${plan.port}`;
+  const peer = `http://127.0.0.1:${plan.peerPort}`;
+  // With a data dir from an earlier start, etcd ignores the --initial-* flags and rejoins as itself.
+  const args = [
+    '--name', plan.name,
+    '--data-dir', plan.dir,
+    '--listen-client-urls', client,
+    '--advertise-client-urls', client,
+    '--listen-peer-urls', peer,
+    '--initial-advertise-peer-urls', peer,
+    '--initial-cluster', initialCluster,
+    '--initial-cluster-token', token,
+    '--initial-cluster-state', 'new',
+    '--heartbeat-interval', String(HEARTBEAT_MS),
+    '--election-timeout', String(ELECTION_MS),
+    '--logger', 'zap',
+    '--log-level', 'error',
+  ];
+  let current: SpawnedServer | undefined;
+
+  const halt = async (signal?: NodeJS.Signals) => {
+    const running = current;
+    current = undefined;
+    if (!running) return;
+    if (signal) {
+      if (running.isRunning()) running.child.kill(signal);
+      await running.exited;
+    } else {
+      await stopServer(running);
+    }
+    running.forget();
+  };
+
+  return {
+    name: plan.name,
+    endpoint: client,
+    port: plan.port,
+    peerPort: plan.peerPort,
+    get pid() {
+      return current?.isRunning() ? current.pid : -1;
+    },
+    isRunning: () => current?.isRunning() ?? false,
+    stop: () => halt(),
+    kill: (signal: NodeJS.Signals = 'SIGKILL') => halt(signal),
+    async restart() {
+      await halt();
+      const server = spawnServer(binary, args);
+      // Removed with the process if this Jest worker exits before stop(); kept across restarts otherwise.
+      server.ownTempDir(plan.dir);
+      current = server;
+      try {
+        await waitUntilReady(server, `etcd member ${plan.name} on ${client}`, () => etcdHealthy(plan.port), READY_TIMEOUT_MS);
+      } catch (error) {
+        await halt();
+        throw error;
+      }
+    },
+  };
+}
+
+function cluster(members: EtcdClusterMember[], plans: MemberPlan[]): TestEtcdCluster {
+  let stopping: Promise<void> | undefined;
+  const running = () => members.filter((member) => member.isRunning());
+  return {
+    members,
+    endpoints: members.map((member) => member.endpoint),
+    async leader() {
+      const statuses = await Promise.all(
+        members.map((member) => (member.isRunning() ? memberStatus(member.port).catch(() => undefined) : undefined)),
+      );
+      const leaderId = statuses.find((status) => status && status.leader !== '0')?.leader;
+      const index = statuses.findIndex((status) => status !== undefined && status.header.member_id === leaderId);
+      if (index < 0) throw new Error('no running member knows a leader');
+      return index;
+    },
+    async waitUntilHealthy(timeoutMs = READY_TIMEOUT_MS) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const health = await Promise.all(running().map((member) => etcdHealthy(member.port).catch(() => false)));
+        if (health.length > 0 && health.every(Boolean)) return;
+        if (Date.now() > deadline) throw new Error(`the etcd cluster did not become healthy within ${timeoutMs} ms`);
+        await new Promise((resolve) => setTimeout(resolve, 50).unref());
+      }
+    },
+    stop() {
+      stopping ??= (async () => {
+        await Promise.allSettled(members.map((member) => member.stop()));
+        for (const plan of plans) rmSync(plan.dir, { recursive: true, force: true });
+      })();
+      return stopping;
+    },
+  };
+}
+
+interface MemberStatus {
+  header: { member_id: string };
+  /** Member id of the leader as this member sees it; '0' when it knows none. */
+  leader: string;
+}
+
+/** POST /v3/maintenance/status on etcd's JSON gateway. */
+function memberStatus(port: number, timeoutMs = 1_000): Promise<MemberStatus> {
+  return new Promise((resolve, reject) => {
+    const call = request(
+      { host: '127.0.0.1', port, path: '/v3/maintenance/status', method: 'POST', timeout: timeoutMs, agent: false },
+      (response) => {
+        let body = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (body += chunk));
+        response.on('end', () => {
+          try {
+            const parsed = JSON.parse(body) as Partial<MemberStatus>;
+            resolve({ header: { member_id: String(parsed.header?.member_id ?? '') }, leader: String(parsed.leader ?? '0') });
+          } catch (error) {
+            reject(error);
+          }
+        });
+      },
+    );
+    call.once('timeout', () => call.destroy(new Error('status request timed out')));
+    call.once('error', reject);
+    call.end('{}');
+  });
+}
