@@ -3,6 +3,7 @@ import { LockBackendError } from '../../errors';
 import { monotonicNow } from '../../utils/clock';
 import { delay, raceAbort } from '../shared/abort';
 import type { WakeReason } from './etcd-deletion-watch';
+import { contenderValue } from './etcd-key-layout';
 import { GrantedLease, isLeaseNotFound } from './etcd-lease';
 import { EtcdLockClient, Inspection, toEtcdBackendError } from './etcd-lock-client';
 import { EtcdLockState, leaseSecondsFor, validUntil } from './etcd-lock-state';
@@ -142,7 +143,7 @@ export class EtcdAcquisition {
       this.startKeepalive(waiting);
       const key = this.rules.keyFor(granted.id);
       try {
-        const queued = await this.server(this.etcd.enqueue(this.rules, key, this.request.token, granted.id));
+        const queued = await this.server(this.etcd.enqueue(this.rules, key, contenderValue(this.request), granted.id));
         return Object.assign(waiting, { key, createRevision: queued.createRevision, holds: queued.holds });
       } catch (error) {
         this.stopKeepalive();

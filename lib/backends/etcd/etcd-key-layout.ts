@@ -64,3 +64,36 @@ export function prefixRangeEnd(prefix: Buffer): Buffer {
   // All 0xff: etcd reads "\0" as "to the end of the keyspace".
   return Buffer.from([0]);
 }
+
+/** What a contender key's value carries besides the owner token, for inspect(). */
+export interface ContenderInfo {
+  readonly holder?: string;
+  readonly permits?: number;
+  /** Epoch ms when the contender joined the queue. */
+  readonly since?: number;
+}
+
+/**
+ * The value of our contender keys: `<owner token> <JSON info>`. Nothing compares it (ownership is checked by
+ * create revision and lease), so it is free to carry who holds or waits, for operators.
+ */
+export function contenderValue(request: { token: string; holder?: string; permits?: number }): string {
+  const info: ContenderInfo = {
+    ...(request.holder !== undefined && { holder: request.holder }),
+    ...(request.permits !== undefined && { permits: request.permits }),
+    since: Date.now(),
+  };
+  return `${request.token} ${JSON.stringify(info)}`;
+}
+
+/** The info of a contender value; empty for keys written by etcdctl or Go services (their value is not ours). */
+export function parseContenderValue(value: string): ContenderInfo {
+  const space = value.indexOf(' ');
+  if (space < 0) return {};
+  try {
+    const info = JSON.parse(value.slice(space + 1)) as ContenderInfo;
+    return typeof info === 'object' && info !== null ? info : {};
+  } catch {
+    return {};
+  }
+}

@@ -3,7 +3,17 @@ import { LockBackendError, LockError } from '../../errors';
 import { DeletionWatch, watchDeletion, watchEarlierDeletions } from './etcd-deletion-watch';
 import { CallOptions, GrantedLease, grantLease, keepAliveMany, keepAliveOnce, revokeLease } from './etcd-lease';
 import type { QueueRules, WaitTarget } from './etcd-queue-rules';
-import { anyContenderRange, MAX_TXN_OPS, readKeysTxn, rebindTxn, releaseTxn, stillOursTxn } from './etcd-requests';
+import {
+  anyContenderRange,
+  MAX_TXN_OPS,
+  prefixRange,
+  readKeysTxn,
+  rebindTxn,
+  releaseTxn,
+  SORT_ASCEND,
+  SORT_BY_CREATE,
+  stillOursTxn,
+} from './etcd-requests';
 
 export interface Enqueued {
   readonly createRevision: bigint;
@@ -84,6 +94,22 @@ export class EtcdLockClient {
     const response = await this.client.kv.txn(releaseTxn(key, createRevision));
     if (response.succeeded) return { deleted: true, absent: true };
     return { deleted: false, absent: (response.responses[0]?.response_range?.kvs.length ?? 0) === 0 };
+  }
+
+  /** Every key under `prefix`, oldest first, with its value, create revision and lease. */
+  async listContenders(prefix: string): Promise<{ key: string; value: string; createRevision: string; leaseId: string }[]> {
+    const response = await this.client.kv.range({ ...prefixRange(prefix), sort_target: SORT_BY_CREATE, sort_order: SORT_ASCEND });
+    return response.kvs.map((kv) => ({
+      key: kv.key.toString('utf8'),
+      value: kv.value.toString('utf8'),
+      createRevision: String(kv.create_revision),
+      leaseId: String(kv.lease),
+    }));
+  }
+
+  /** Seconds the lease has left, <= 0 when it is gone. */
+  async leaseTimeToLive(leaseId: string): Promise<number> {
+    return Number((await this.client.leaseClient.leaseTimeToLive({ ID: leaseId })).TTL);
   }
 
   async anyContender(prefix: string): Promise<boolean> {

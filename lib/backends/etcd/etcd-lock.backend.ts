@@ -1,10 +1,10 @@
 import type { Etcd3, IOptions } from 'etcd3';
-import type { AcquireRequest, HeldLock, LockBackend, LockGrant } from '../lock-backend.interface';
+import type { AcquireRequest, BackendInspection, HeldLock, InspectedEntry, LockBackend, LockGrant } from '../lock-backend.interface';
 import { LockBackendError } from '../../errors';
 import { monotonicNow } from '../../utils/clock';
 import { loadOptionalPackage } from '../shared/optional-require';
 import { CLEANUP_DEADLINE_MS, EtcdAcquisition } from './etcd-acquisition';
-import { lockPrefix } from './etcd-key-layout';
+import { contenderValue, lockPrefix, parseContenderValue, READER_MARK, semaphorePrefix } from './etcd-key-layout';
 import { EtcdLockClient, toEtcdBackendError } from './etcd-lock-client';
 import { asEtcdLockState, EtcdLockState, leaseSecondsFor, validUntil } from './etcd-lock-state';
 
@@ -140,6 +140,54 @@ export class EtcdLockBackend implements LockBackend {
     }
   }
 
+  /**
+   * Holders and waiters in queue order: for a lock, the leading readers (or the first writer) hold and the rest
+   * wait; for a semaphore, the first `permits` keys hold. Expiry is read from each holder's lease.
+   */
+  async inspect(namespace: string, key: string): Promise<BackendInspection> {
+    if (this.closing) throw this.closedError('inspect');
+    try {
+      const [lock, semaphore] = await Promise.all([
+        this.etcd.listContenders(lockPrefix(namespace, key)),
+        this.etcd.listContenders(semaphorePrefix(namespace, key)),
+      ]);
+      const entries = (list: typeof lock, semaphoreRange: boolean) =>
+        list.map((contender) => {
+          const info = parseContenderValue(contender.value);
+          const mode: InspectedEntry['mode'] = contender.key.slice(contender.key.lastIndexOf('/') + 1).startsWith(READER_MARK)
+            ? 'read'
+            : 'exclusive';
+          return {
+            leaseId: contender.leaseId,
+            entry: {
+              mode,
+              fencingToken: BigInt(contender.createRevision),
+              ...(info.holder !== undefined && { holder: info.holder }),
+              ...(semaphoreRange && info.permits !== undefined && { permits: info.permits }),
+              ...(info.since !== undefined && { since: info.since }),
+            } as InspectedEntry,
+          };
+        });
+      const lockEntries = entries(lock, false);
+      const firstWriter = lockEntries.findIndex(({ entry }) => entry.mode !== 'read');
+      const lockHolders = firstWriter === 0 ? 1 : firstWriter < 0 ? lockEntries.length : firstWriter;
+      const semaphoreEntries = entries(semaphore, true);
+      const permits = semaphoreEntries[0]?.entry.permits ?? 1;
+      const holders = [...lockEntries.slice(0, lockHolders), ...semaphoreEntries.slice(0, permits)];
+      const waiters = [...lockEntries.slice(lockHolders), ...semaphoreEntries.slice(permits)];
+      const ttls = await Promise.all(holders.map(({ leaseId }) => this.etcd.leaseTimeToLive(leaseId).catch(() => undefined)));
+      return {
+        holders: holders.map(({ entry }, index) => {
+          const ttl = ttls[index];
+          return ttl !== undefined && ttl > 0 ? { ...entry, expiresAt: Date.now() + ttl * 1000 } : entry;
+        }),
+        waiters: waiters.map(({ entry }) => entry),
+      };
+    } catch (error) {
+      throw toEtcdBackendError(this.address, 'inspect', error);
+    }
+  }
+
   async isLocked(namespace: string, key: string): Promise<boolean> {
     if (this.closing) throw this.closedError('isLocked');
     try {
@@ -182,7 +230,7 @@ export class EtcdLockBackend implements LockBackend {
     const startedAt = monotonicNow();
     const lease = await this.etcd.grant(seconds);
     // If the txn fails on the wire we cannot know whether our key moved; the new lease then just expires.
-    const moved = await this.etcd.rebind(state.keyPath, state.createRevision, lock.token, lease.id);
+    const moved = await this.etcd.rebind(state.keyPath, state.createRevision, contenderValue(lock), lease.id);
     if (!moved) {
       this.runInBackground(this.etcd.revoke(lease.id, { deadline: Date.now() + CLEANUP_DEADLINE_MS }));
       return null;
