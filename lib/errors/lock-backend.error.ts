@@ -2,7 +2,7 @@ import { LockError } from './lock-error';
 
 /** The coordination server could not be reached or answered with an error. Distinct from "busy" (LockTimeoutError). */
 export class LockBackendError extends LockError {
-  override readonly name = 'LockBackendError';
+  override readonly name: string = 'LockBackendError';
 
   constructor(
     /** e.g. 'redis', 'etcd'. */

@@ -1,10 +1,10 @@
 import Redis from 'ioredis';
-import { encodeKeyPart, redisLockKeys } from '../../lib/backends/redis/redis-keys';
+import { encodeKeyPart, redisLockKeys, redisSemaphoreKeys } from '../../lib/backends/redis/redis-keys';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
 import { startLocalRedis, type LocalRedisServer } from './local-redis-server';
 import { held, lockRequest, NAMESPACE } from './redis-spec-helpers';
 
-const TRICKY_KEYS = ['a', '{a}', 'a}:fence', 'a}:released', 'user/1', 'user', 'x{y}z', '%7B', '%', 'line\nbreak', 'ключ'];
+const TRICKY_KEYS = ['a', '{a}', 'a}:fence', 'a}:released', 'a}:readers', 'a}:semaphore', 'a:semaphore', 'user/1', 'user', 'x{y}z', '%7B', '%', 'line\nbreak', 'ключ'];
 
 /** The part of a key Redis Cluster hashes: between the first `{` and the next `}`. */
 function hashTag(name: string): string {
@@ -14,18 +14,24 @@ function hashTag(name: string): string {
 }
 
 describe('Redis key layout', () => {
-  it('keeps lock, counter and channel of one key in one hash tag, whatever the key contains', () => {
+  /** Every Redis name one user key uses: lock, readers, queues, channels, counter, semaphore. */
+  function namesOf(key: string): string[] {
+    const { tag: _lockTag, ...lock } = redisLockKeys('locks', key);
+    const { tag: _semaphoreTag, fence: _sameFence, ...semaphore } = redisSemaphoreKeys('locks', key);
+    return [...Object.values(lock), ...Object.values(semaphore)];
+  }
+
+  it('keeps every key and channel of one lock name (all kinds) in one hash tag, whatever the key contains', () => {
     for (const key of TRICKY_KEYS) {
-      const keys = redisLockKeys('locks', key);
-      expect(hashTag(keys.lock)).toBe(encodeKeyPart(key));
-      expect(hashTag(keys.fence)).toBe(encodeKeyPart(key));
-      expect(hashTag(keys.channel)).toBe(encodeKeyPart(key));
+      for (const name of namesOf(key)) expect(hashTag(name)).toBe(encodeKeyPart(key));
+      expect(redisLockKeys('locks', key).tag).toBe(encodeKeyPart(key));
+      expect(redisSemaphoreKeys('locks', key).fence).toBe(redisLockKeys('locks', key).fence);
       expect(encodeKeyPart(key)).not.toMatch(/[{}]/);
     }
   });
 
   it('gives distinct keys distinct names, so no key can land on another key’s counter or channel', () => {
-    const names = TRICKY_KEYS.flatMap((key) => Object.values(redisLockKeys('locks', key)));
+    const names = TRICKY_KEYS.flatMap(namesOf);
     expect(new Set(names).size).toBe(names.length);
     expect(redisLockKeys('locks', 'a}:fence').lock).not.toBe(redisLockKeys('locks', 'a').fence);
     expect(redisLockKeys('locks', 'a').lock).toBe('locks:{a}');

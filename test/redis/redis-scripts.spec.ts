@@ -1,7 +1,15 @@
 import Redis from 'ioredis';
+import { ACQUIRE_READ_SCRIPT } from '../../lib/backends/redis/acquire-read.lua';
+import { ACQUIRE_SEMAPHORE_SCRIPT } from '../../lib/backends/redis/acquire-semaphore.lua';
 import { ACQUIRE_SCRIPT } from '../../lib/backends/redis/acquire.lua';
+import { EXTEND_SHARED_SCRIPT } from '../../lib/backends/redis/extend-shared.lua';
 import { EXTEND_SCRIPT } from '../../lib/backends/redis/extend.lua';
+import { IS_LOCKED_SCRIPT } from '../../lib/backends/redis/is-locked.lua';
+import { LEAVE_LOCK_SCRIPT, LEAVE_SEMAPHORE_SCRIPT } from '../../lib/backends/redis/leave.lua';
+import { RAISE_FENCE_SCRIPT } from '../../lib/backends/redis/raise-fence.lua';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
+import { RELEASE_READ_SCRIPT } from '../../lib/backends/redis/release-read.lua';
+import { RELEASE_SEMAPHORE_SCRIPT } from '../../lib/backends/redis/release-semaphore.lua';
 import { RELEASE_SCRIPT } from '../../lib/backends/redis/release.lua';
 import { startLocalRedis, type LocalRedisServer } from './local-redis-server';
 import { held, lockRequest } from './redis-spec-helpers';
@@ -33,10 +41,46 @@ describe('Redis scripts', () => {
     await server?.stop();
   });
 
-  it('compute the same sha1 as the server', async () => {
-    for (const script of [ACQUIRE_SCRIPT, EXTEND_SCRIPT, RELEASE_SCRIPT]) {
+  const ALL_SCRIPTS = [
+    ACQUIRE_SCRIPT,
+    ACQUIRE_READ_SCRIPT,
+    ACQUIRE_SEMAPHORE_SCRIPT,
+    EXTEND_SCRIPT,
+    EXTEND_SHARED_SCRIPT,
+    RELEASE_SCRIPT,
+    RELEASE_READ_SCRIPT,
+    RELEASE_SEMAPHORE_SCRIPT,
+    LEAVE_LOCK_SCRIPT,
+    LEAVE_SEMAPHORE_SCRIPT,
+    IS_LOCKED_SCRIPT,
+    RAISE_FENCE_SCRIPT,
+  ];
+
+  it('compile on the server and compute the same sha1 as the server', async () => {
+    for (const script of ALL_SCRIPTS) {
       expect(await admin.script('LOAD', script.source)).toBe(script.sha1);
     }
+    expect(new Set(ALL_SCRIPTS.map((script) => script.name)).size).toBe(ALL_SCRIPTS.length);
+  });
+
+  it.each([
+    ['exclusive, default mode', 'none', {}],
+    ['exclusive, FIFO mode', 'fifo', {}],
+    ['read lock', 'none', { mode: 'read' }],
+    ['semaphore', 'none', { permits: 3 }],
+  ] as const)('cost one round trip each for an uncontended acquire and release (%s)', async (_, fairness, kind) => {
+    const own = new RedisLockBackend({ client, fairness });
+    const request = { ...lockRequest(`one-trip-${fairness}-${Object.keys(kind).join()}`), ...kind };
+    await own.tryAcquire({ ...lockRequest('warm-up'), ...kind }); // scripts loaded, connection ready
+    const sent = jest.spyOn(client, 'sendCommand');
+    const grant = await own.tryAcquire(request);
+    expect(grant).not.toBeNull();
+    expect(sent).toHaveBeenCalledTimes(1);
+    expect(await own.release(held(request, grant!))).toBe(true);
+    expect(sent).toHaveBeenCalledTimes(2);
+    expect(sent.mock.calls.map(([command]) => command.name)).toEqual(['evalsha', 'evalsha']);
+    sent.mockRestore();
+    await own.close();
   });
 
   it('cost one EVAL after SCRIPT FLUSH, then run as EVALSHA again', async () => {

@@ -7,14 +7,16 @@ import { asEtcdLockState } from '../../lib/backends/etcd/etcd-lock-state';
 import { MemoryLockBackend } from '../../lib/backends/memory/memory-lock.backend';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
+import { connectRedlockBackend } from '../redlock/redlock-support';
 import { freeTestPort } from './free-port';
+import { connectClusterBackend } from './redis-cluster';
 import { sharedEtcdEndpoint, sharedRedisUrl } from './shared-servers';
 
 /**
  * The backends the contract suite runs against, and how to connect to each. Shared by the Jest suites and by
  * the forked workers in test/workers, which connect to the same server from another OS process.
  */
-export type BackendKind = 'memory' | 'redis' | 'etcd';
+export type BackendKind = 'memory' | 'redis' | 'etcd' | 'redis-cluster' | 'redlock';
 
 /** One backend instance plus what must be closed after it: the backend, then the client the test created. */
 export interface BackendUnderTest {
@@ -70,6 +72,12 @@ export function connectBackend(kind: BackendKind, address: string): BackendUnder
       return redisBackend(address);
     case 'etcd':
       return etcdBackend(address);
+    case 'redis-cluster':
+      // address: '127.0.0.1:p1,127.0.0.1:p2,...' (the cluster's startup nodes)
+      return connectClusterBackend(address);
+    case 'redlock':
+      // address: 'redis://127.0.0.1:p1,redis://127.0.0.1:p2,...' (independent masters)
+      return connectRedlockBackend(address);
   }
 }
 
@@ -225,7 +233,7 @@ async function withRawEtcd(work: (client: Etcd3) => Promise<unknown>): Promise<v
   }
 }
 
-export const BACKEND_FACTORIES: Record<BackendKind, BackendFactory> = {
+export const BACKEND_FACTORIES: Record<'memory' | 'redis' | 'etcd', BackendFactory> = {
   memory: memoryFactory,
   redis: redisFactory,
   etcd: etcdFactory,

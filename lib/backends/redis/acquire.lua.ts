@@ -1,42 +1,75 @@
+import { lua, LUA_EXPIRING_MEMBERS, LUA_NEXT_FENCE, LUA_QUEUE, LUA_SERVER_TIME } from './lua-snippets';
 import { RedisScript } from './redis-script';
 
 /**
- * KEYS[1] lock, KEYS[2] fencing counter; ARGV[1] owner token, ARGV[2] ttl in ms.
- * Returns {1, fencingToken} when granted, {0, holder's PTTL} when busy.
+ * Exclusive (= write) lock.
+ * KEYS: [1] lock, [2] fence, [3] readers, [4] writers-waiting, [5] queue, [6] queue expiry.
+ * ARGV: [1] owner token, [2] ttl ms, [3] how a busy caller waits: '' (it does not), 'intent' (register in
+ *       writers-waiting, which holds new readers back) or 'queue' (FIFO entry), [4] waiter ttl ms.
+ * Returns {1, fencingToken} when granted, {0, ms until something may change (-1: unknown)} when busy.
  *
- * The fencing token is max(counter + 1, server TIME in microseconds), written back to the counter.
- * The counter alone makes tokens strictly increasing; the clock keeps them increasing after a restart
- * without persistence wiped the counter (as long as the server clock does not go backwards).
- * Microseconds since 1970 stay below 2^53 until the year 2255, so Lua's doubles hold them exactly;
- * the token travels as a decimal string because Redis would truncate a Lua number reply to an integer
- * anyway and the caller parses it as a BigInt.
+ * The lock is free when the lock key is absent, no reader is live, and no FIFO waiter is ahead of us.
+ * Uncontended, that is one EXISTS and one SET (plus the fencing counter) in this one round trip.
  */
 export const ACQUIRE_SCRIPT = new RedisScript(
   'acquire',
-  `
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  local now = redis.call('TIME')
-  local micros = tonumber(now[1]) * 1000000 + tonumber(now[2])
-  local last = tonumber(redis.call('GET', KEYS[2])) or 0
-  local token = string.format('%.0f', math.max(last + 1, micros))
-  redis.call('SET', KEYS[2], token)
-  return {1, token}
+  lua(
+    LUA_SERVER_TIME,
+    LUA_NEXT_FENCE,
+    LUA_EXPIRING_MEMBERS,
+    LUA_QUEUE,
+    `
+local lock, fence, readers, waiting, queue, expiry = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local token, ttl, join, waiter_ttl = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local now_us, now = server_time()
+
+if redis.call('EXISTS', lock, readers, queue) == 0 then
+  redis.call('SET', lock, token, 'PX', ttl)
+  if join == 'intent' then redis.call('ZREM', waiting, token) end
+  return {1, next_fence(fence, now_us)}
 end
-return {0, redis.call('PTTL', KEYS[1])}
+
+local entry = 'w' .. token
+local wait_hint = redis.call('PTTL', lock)
+local free = wait_hint == -2
+if free and live_members(readers, now) > 0 then
+  free = false
+  wait_hint = first_expiry_in(readers, now)
+end
+if redis.call('EXISTS', queue) == 1 then
+  purge_queue(queue, expiry, now)
+  local head = redis.call('LINDEX', queue, 0)
+  if head and head ~= entry and free then
+    free = false
+    wait_hint = -1
+  end
+end
+
+if free then
+  redis.call('SET', lock, token, 'PX', ttl)
+  if join == 'queue' then leave_queue(queue, expiry, entry) end
+  if join == 'intent' then redis.call('ZREM', waiting, token) end
+  return {1, next_fence(fence, now_us)}
+end
+if join == 'queue' then join_queue(queue, expiry, entry, now, waiter_ttl) end
+if join == 'intent' then put_member(waiting, token, now + waiter_ttl) end
+return {0, wait_hint}
 `,
+  ),
 );
 
 export type AcquireReply =
   | { readonly granted: true; readonly fencingToken: bigint }
-  | { readonly granted: false; readonly holderPttl: number };
+  /** `retryIn`: ms until the holder's (or the earliest blocking member's) expiry; -1 when unknown. */
+  | { readonly granted: false; readonly retryIn: number };
 
-/** Parses the script's reply; `undefined` when it has another shape (a foreign script under our sha?). */
+/** Parses any acquire script's reply; `undefined` when it has another shape (a foreign script under our sha?). */
 export function parseAcquireReply(reply: unknown): AcquireReply | undefined {
   if (!Array.isArray(reply) || reply.length !== 2) return undefined;
   const [granted, value] = reply as unknown[];
   if (granted === 1 && typeof value === 'string' && /^\d+$/.test(value)) {
     return { granted: true, fencingToken: BigInt(value) };
   }
-  if (granted === 0 && typeof value === 'number') return { granted: false, holderPttl: value };
+  if (granted === 0 && typeof value === 'number') return { granted: false, retryIn: value };
   return undefined;
 }

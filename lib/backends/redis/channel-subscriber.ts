@@ -12,7 +12,7 @@ export interface ChannelSubscription {
 }
 
 interface ChannelEntry {
-  readonly listeners: Set<() => void>;
+  readonly listeners: Set<(message: string) => void>;
   readonly ready: Promise<void>;
 }
 
@@ -26,8 +26,8 @@ export class ChannelSubscriber {
   private closed = false;
 
   constructor(private readonly connection: RedisConnection) {
-    connection.on('message', (channel: string) => {
-      this.channels.get(channel)?.listeners.forEach((listener) => listener());
+    connection.on('message', (channel: string, message: string) => {
+      this.channels.get(channel)?.listeners.forEach((listener) => listener(String(message)));
     });
   }
 
@@ -36,7 +36,8 @@ export class ChannelSubscriber {
     return !this.closed && this.connection.status !== 'end';
   }
 
-  subscribe(channel: string, onMessage: () => void): ChannelSubscription {
+  /** `onMessage` gets each message's text (our scripts publish '*' or the owner tokens to wake). */
+  subscribe(channel: string, onMessage: (message: string) => void): ChannelSubscription {
     let entry = this.channels.get(channel);
     if (!entry) {
       const created: ChannelEntry = {
@@ -52,7 +53,7 @@ export class ChannelSubscriber {
     }
     const subscribed = entry;
     // A fresh function per subscription, so the same callback subscribed twice counts twice.
-    const listener = () => onMessage();
+    const listener = (message: string) => onMessage(message);
     subscribed.listeners.add(listener);
     return {
       ready: subscribed.ready,

@@ -1,21 +1,27 @@
-import type { RedisOptions } from 'ioredis';
 import { raceAbort, timeoutSignal } from '../shared/abort';
 import type { ScriptRunner } from './redis-script';
 
 /**
- * What the backend needs from the app's client: an ioredis `Redis` fits. Kept narrow so a wrapper, or
- * later a Cluster adapter, can be passed; nothing here is ever closed or modified by the backend.
+ * What the backend needs from the app's client: an ioredis `Redis` or `Cluster` fits. Kept narrow so a wrapper
+ * can be passed; nothing here is ever closed or modified by the backend.
  */
 export interface RedisLockClient extends ScriptRunner {
   /** Read for the address in error messages (host, port or path; never the password). */
   readonly options: object;
   /** ioredis connection status, shown in error messages when the server does not answer. */
   readonly status?: string;
+  /** True on an ioredis `Cluster`: its `duplicate()` takes other arguments, and pipelines must stay on one node. */
+  readonly isCluster?: boolean;
+  /** Cluster only: the node keys ('host:port', master first) serving each of the 16384 slots. */
+  readonly slots?: readonly (readonly string[] | undefined)[];
   exists(...keys: string[]): Promise<number>;
   /** Batches many script calls into one round trip (renewals of many held locks). */
   pipeline?(): RedisPipeline;
-  /** Used once per backend, lazily, for the shared subscriber connection. */
-  duplicate(override?: Partial<RedisOptions>): RedisConnection;
+  /**
+   * Used once per backend, lazily, for the shared subscriber connection.
+   * `Redis.duplicate(options)`, or `Cluster.duplicate(startupNodes, clusterOptions)`.
+   */
+  duplicate(...args: any[]): RedisConnection;
 }
 
 export interface RedisPipeline {
@@ -41,6 +47,51 @@ export function describeAddress(options: object): string {
   const shownHost = typeof host === 'string' && host ? host : 'localhost';
   const shownPort = typeof port === 'number' || typeof port === 'string' ? String(port) : '6379';
   return shownHost.includes(':') ? `[${shownHost}]:${shownPort}` : `${shownHost}:${shownPort}`;
+}
+
+/** The address shown in errors: `host:port`, or `cluster(host:port,...)` from a Cluster's startup nodes. */
+export function describeClient(client: RedisLockClient): string {
+  if (!client.isCluster) return describeAddress(client.options);
+  const nodes = (client as unknown as { startupNodes?: unknown }).startupNodes;
+  const shown = Array.isArray(nodes) ? nodes.map(describeStartupNode) : [];
+  return `cluster(${shown.join(',') || 'unknown nodes'})`;
+}
+
+/** A Cluster startup node: a port, 'host:port', a redis:// URL (its credentials dropped) or { host, port }. */
+function describeStartupNode(node: unknown): string {
+  if (typeof node === 'number') return describeAddress({ port: node });
+  if (typeof node === 'string') {
+    try {
+      const url = new URL(node.includes('://') ? node : `redis://${node}`);
+      return describeAddress({ host: url.hostname.replace(/^\[|\]$/g, ''), port: url.port || '6379' });
+    } catch {
+      return 'unparsable node';
+    }
+  }
+  return typeof node === 'object' && node !== null ? describeAddress(node) : String(node);
+}
+
+/** How our subscriber connections show up in CLIENT LIST (on a Cluster ioredis adds a prefix). */
+const SUBSCRIBER_NAME = 'nest-distributed-lock:subscriber';
+
+/**
+ * A new connection for pub/sub, with the app's settings (auth, TLS) and our overrides: named, so operators can
+ * tell it apart in CLIENT LIST; an offline queue, so a SUBSCRIBE sent while it opens waits instead of failing;
+ * and re-subscribing after a reconnect (messages in the gap are covered by the waiters' re-checks).
+ * On a Cluster, ioredis subscribes through one node: a PUBLISH (also from a script) reaches every node's
+ * subscribers over the cluster bus, so one subscriber hears every key's releases.
+ */
+export function duplicateForSubscriber(client: RedisLockClient): RedisConnection {
+  const connection = client.isCluster
+    ? client.duplicate([], {
+        redisOptions: { ...(client.options as { redisOptions?: object }).redisOptions, connectionName: SUBSCRIBER_NAME },
+        enableOfflineQueue: true,
+        lazyConnect: false,
+      })
+    : client.duplicate({ connectionName: SUBSCRIBER_NAME, enableOfflineQueue: true, autoResubscribe: true, lazyConnect: false });
+  // Its failures surface through SUBSCRIBE replies; without a listener ioredis would print each one.
+  connection.on('error', () => undefined);
+  return connection;
 }
 
 /** How long QUIT, then the socket close, may take before we stop waiting. */

@@ -1,10 +1,18 @@
 /**
- * Key layout. Everything one lock uses shares the hash tag `{<enc(key)>}`, so it lands in one cluster
- * slot and a script touching the lock and its counter never fails with CROSSSLOT:
+ * Key layout. Everything one lock name uses shares the hash tag `{<enc(key)>}`, so it lands in one cluster
+ * slot and a script touching several of these keys never fails with CROSSSLOT:
  *
- *   <namespace>:{<enc(key)>}            the lock itself: value = owner token, PX = ttl
- *   <namespace>:{<enc(key)>}:fence      fencing counter: last token handed out, no expiry
- *   <namespace>:{<enc(key)>}:released   pub/sub channel: a message wakes this key's waiters
+ *   <ns>:{<enc>}                            exclusive/write lock: value = owner token, PX = ttl
+ *   <ns>:{<enc>}:readers                    read holders: ZSET owner token -> expiry (server ms)
+ *   <ns>:{<enc>}:writers-waiting            waiting writers' intents (block new readers): ZSET token -> expiry
+ *   <ns>:{<enc>}:queue                      FIFO mode: LIST of waiters ('w'|'r' + token), oldest first
+ *   <ns>:{<enc>}:queue:expiry               FIFO mode: ZSET queue entry -> expiry, refreshed while it waits
+ *   <ns>:{<enc>}:released                   pub/sub channel: '*' wakes every waiter, else the tokens to wake
+ *   <ns>:{<enc>}:semaphore                  semaphore holders: ZSET owner token -> expiry (apart from the lock)
+ *   <ns>:{<enc>}:semaphore:queue            FIFO mode: LIST of semaphore waiters ('s' + token)
+ *   <ns>:{<enc>}:semaphore:queue:expiry     FIFO mode: ZSET queue entry -> expiry
+ *   <ns>:{<enc>}:semaphore:released         pub/sub channel of the semaphore
+ *   <ns>:{<enc>}:fence                      fencing counter of the name (lock, readers and semaphore alike)
  *
  * The namespace cannot contain braces (the core validates it) and `enc` removes every brace from the
  * user's key, so the tag is always exactly the encoded key: a user key such as `a}:fence` or `{a}` can
@@ -12,14 +20,53 @@
  * not `ns:{a}:fence`). `%` is encoded too, so the mapping is one-to-one.
  */
 export interface RedisLockKeys {
+  /** The hash tag's content: the encoded user key (what Redis Cluster hashes). */
+  readonly tag: string;
   readonly lock: string;
-  readonly fence: string;
+  readonly readers: string;
+  readonly writersWaiting: string;
+  readonly queue: string;
+  readonly queueExpiry: string;
   readonly channel: string;
+  readonly fence: string;
+}
+
+export interface RedisSemaphoreKeys {
+  readonly tag: string;
+  readonly holders: string;
+  readonly queue: string;
+  readonly queueExpiry: string;
+  readonly channel: string;
+  readonly fence: string;
 }
 
 export function redisLockKeys(namespace: string, key: string): RedisLockKeys {
-  const lock = `${namespace}:{${encodeKeyPart(key)}}`;
-  return { lock, fence: `${lock}:fence`, channel: `${lock}:released` };
+  const tag = encodeKeyPart(key);
+  const lock = `${namespace}:{${tag}}`;
+  return {
+    tag,
+    lock,
+    readers: `${lock}:readers`,
+    writersWaiting: `${lock}:writers-waiting`,
+    queue: `${lock}:queue`,
+    queueExpiry: `${lock}:queue:expiry`,
+    channel: `${lock}:released`,
+    fence: `${lock}:fence`,
+  };
+}
+
+export function redisSemaphoreKeys(namespace: string, key: string): RedisSemaphoreKeys {
+  const tag = encodeKeyPart(key);
+  const base = `${namespace}:{${tag}}`;
+  const holders = `${base}:semaphore`;
+  return {
+    tag,
+    holders,
+    queue: `${holders}:queue`,
+    queueExpiry: `${holders}:queue:expiry`,
+    channel: `${holders}:released`,
+    fence: `${base}:fence`,
+  };
 }
 
 // Braces would change the hash tag; `%` is our escape character; control characters (C0, DEL, C1) would

@@ -4,18 +4,27 @@ import { LockError } from '../../errors/lock-error';
 import type { AcquireRequest, HeldLock, LockBackend, LockGrant } from '../lock-backend.interface';
 import { raceAbort, timeoutSignal } from '../shared/abort';
 import { loadOptionalPackage } from '../shared/optional-require';
-import { ACQUIRE_SCRIPT, parseAcquireReply } from './acquire.lua';
+import { parseAcquireReply } from './acquire.lua';
 import { ChannelSubscriber, type ChannelSubscription } from './channel-subscriber';
-import { EXTEND_SCRIPT } from './extend.lua';
+import {
+  acquireCall,
+  channelOf,
+  extendCall,
+  isLockedCall,
+  leaveCall,
+  releaseCall,
+  runCall,
+  waitStyle,
+  type WaitStyle,
+} from './lock-calls';
 import {
   closeConnection,
-  describeAddress,
+  describeClient,
+  duplicateForSubscriber,
   type RedisConnection,
   type RedisLockClient,
 } from './redis-client';
-import { redisLockKeys } from './redis-keys';
-import { isNoScriptError } from './redis-script';
-import { RELEASE_SCRIPT } from './release.lua';
+import { runBatch } from './script-batch';
 import { validityEnd } from './validity';
 import { Wakeup } from './wakeup';
 
@@ -23,7 +32,10 @@ export type { RedisLockClient } from './redis-client';
 
 /** Where the backend gets its connection: the app's client, or one it creates (and then closes) itself. */
 export type RedisLockBackendConnection =
-  /** The app's ioredis client. The backend never closes it; it only duplicates it once for pub/sub. */
+  /**
+   * The app's ioredis client: a `Redis`, or a `Cluster` (every key of one lock shares a hash tag, so each
+   * script runs on one node). The backend never closes it; it only duplicates it once for pub/sub.
+   */
   | { client: RedisLockClient; url?: never; redisOptions?: never }
   /** e.g. 'redis://user:pass@host:6379/0'; `redisOptions` add to it. */
   | { url: string; redisOptions?: RedisOptions; client?: never }
@@ -36,44 +48,62 @@ export interface RedisLockBackendTuning {
    * lost one costs. Waiters also retry when the holder's lock expires, if that comes sooner. Default 1 000.
    */
   recheckInterval?: number;
+  /**
+   * 'none' (default): a release wakes every waiter of the key and the fastest one wins; a waiting writer still
+   * holds new readers back, so readers cannot starve it. 'fifo': waiters join a queue on the server and are
+   * granted strictly in arrival order; a release wakes only the head (like Redisson's fair lock).
+   * FIFO costs throughput: the key stays idle while the head wakes up, and each waiter refreshes its queue entry
+   * every `waiterTtl / 3`. Use the same setting in every process that locks the same keys: a 'none' waiter never
+   * overtakes a FIFO queue, but it is not in it either, so it only gets in once the queue is empty.
+   */
+  fairness?: RedisFairness;
+  /**
+   * How long in ms a waiter's FIFO queue entry (or a waiting writer's intent) outlives its last refresh. A waiter
+   * that died without leaving blocks those behind it for at most this long. Refreshed every third of it while
+   * the waiter waits. Default 5 000.
+   */
+  waiterTtl?: number;
 }
+
+export type RedisFairness = 'none' | 'fifo';
 
 export type RedisLockBackendOptions = RedisLockBackendConnection & RedisLockBackendTuning;
 
 const DEFAULT_RECHECK_INTERVAL = 1_000;
+const DEFAULT_WAITER_TTL = 5_000;
+/** Below this a waiter could not refresh its entry in time on a busy machine. */
+const MIN_WAITER_TTL = 300;
 /** How long close() lets late grants of aborted attempts be released before closing connections. */
 const CLEANUP_TIMEOUT_MS = 1_000;
 
-/** Our subscriber connection's overrides of the app's options. */
-const SUBSCRIBER_OPTIONS: Partial<RedisOptions> = {
-  // Named, so operators can tell it apart in CLIENT LIST.
-  connectionName: 'nest-distributed-lock:subscriber',
-  // A SUBSCRIBE sent while the connection is still opening waits for it instead of failing.
-  enableOfflineQueue: true,
-  // After a reconnect ioredis subscribes our channels again (messages in the gap are covered by re-checks).
-  autoResubscribe: true,
-  lazyConnect: false,
-};
-
-/** The outcome of one SET NX attempt. */
+/** The outcome of one acquire script run. */
 type Attempt =
   | { readonly granted: LockGrant }
   | { readonly busyFor: number }
   /** Granted, but the answer came after the lock's validity had passed; it was released again. */
   | { readonly tooLateBy: number };
 
+/** A waiter's acquire call in flight: its queue entry is only taken back after it settled. */
+interface InFlight {
+  call?: Promise<unknown>;
+}
+
 /**
- * Locks in one Redis server: `SET NX PX` with the owner token, fencing tokens from a per-key counter,
+ * Locks in one Redis server or Cluster: `SET NX PX` with the owner token for exclusive/write locks, ZSETs of
+ * owner tokens with expiry scores for readers and semaphore permits, fencing tokens from a per-key counter,
  * waiters woken by a PUBLISH on release over one shared subscriber connection. Key layout: redis-keys.ts.
  */
 export class RedisLockBackend implements LockBackend {
   readonly kind = 'redis';
   readonly address: string;
+  readonly supports = { readWrite: true, semaphore: true } as const;
+  readonly fairness: RedisFairness;
 
   private readonly client: RedisLockClient;
   /** Set when we created the client, so close() quits it. */
   private readonly ownedClient?: RedisConnection;
   private readonly recheckInterval: number;
+  private readonly waiterTtl: number;
   private subscriber?: ChannelSubscriber;
   /** Each waiting acquire: its abort controller (aborted by close()) and its outcome. */
   private readonly waiters = new Map<AbortController, Promise<unknown>>();
@@ -87,6 +117,14 @@ export class RedisLockBackend implements LockBackend {
     if (!(this.recheckInterval > 0)) {
       throw new TypeError(`RedisLockBackend: recheckInterval must be a positive number of ms, got ${this.recheckInterval}.`);
     }
+    this.fairness = options.fairness ?? 'none';
+    if (this.fairness !== 'none' && this.fairness !== 'fifo') {
+      throw new TypeError(`RedisLockBackend: fairness must be 'none' or 'fifo', got ${JSON.stringify(options.fairness)}.`);
+    }
+    this.waiterTtl = options.waiterTtl ?? DEFAULT_WAITER_TTL;
+    if (!(this.waiterTtl >= MIN_WAITER_TTL) || !Number.isSafeInteger(this.waiterTtl)) {
+      throw new TypeError(`RedisLockBackend: waiterTtl must be a whole number of ms >= ${MIN_WAITER_TTL}, got ${options.waiterTtl}.`);
+    }
     if (options.client) {
       this.client = options.client;
     } else if (options.url !== undefined || options.redisOptions) {
@@ -99,16 +137,16 @@ export class RedisLockBackend implements LockBackend {
       this.ownedClient = created;
     } else {
       throw new TypeError(
-        'RedisLockBackend needs a connection: pass { client } (an ioredis Redis the app owns), ' +
+        'RedisLockBackend needs a connection: pass { client } (an ioredis Redis or Cluster the app owns), ' +
           "{ url: 'redis://host:6379' } or { redisOptions }.",
       );
     }
-    this.address = describeAddress(this.client.options);
+    this.address = describeClient(this.client);
   }
 
   async tryAcquire(request: AcquireRequest): Promise<LockGrant | null> {
     this.assertOpen('tryAcquire');
-    const outcome = await this.attempt(request, 'tryAcquire');
+    const outcome = await this.attempt(request, 'tryAcquire', 'none');
     if ('granted' in outcome) return outcome.granted;
     if ('tooLateBy' in outcome) {
       throw this.error(
@@ -138,49 +176,31 @@ export class RedisLockBackend implements LockBackend {
 
   async extend(lock: HeldLock, ttl: number): Promise<number | null> {
     this.assertOpen('extend');
-    const keys = redisLockKeys(lock.namespace, lock.key);
     const startedAt = performance.now();
-    const reply = await this.call('extend', EXTEND_SCRIPT.run(this.client, [keys.lock], [lock.token, ttl]));
+    const reply = await this.call('extend', runCall(this.client, extendCall(lock, ttl)));
     return reply === 1 ? validityEnd(startedAt, ttl) : null;
   }
 
-  /**
-   * Renews many held locks in one pipeline (one round trip, one write). A NOSCRIPT reply (after a restart)
-   * costs that item one EVAL, which also reloads the script for the next batch.
-   */
+  /** Renews many held locks (of any kind) in one pipeline, or one per node on a Cluster: see script-batch.ts. */
   async extendMany(items: readonly { lock: HeldLock; ttl: number }[]): Promise<(number | null | Error)[]> {
     this.assertOpen('extend');
-    if (!this.client.pipeline) return Promise.all(items.map(({ lock, ttl }) => this.extend(lock, ttl).catch((e: Error) => e)));
-    const pipeline = this.client.pipeline();
-    const keys = items.map(({ lock }) => redisLockKeys(lock.namespace, lock.key).lock);
-    items.forEach(({ lock, ttl }, index) => pipeline.evalsha(EXTEND_SCRIPT.sha1, 1, keys[index], lock.token, ttl));
     const startedAt = performance.now();
-    const replies = await this.call('extend', pipeline.exec());
-    if (!replies) throw this.error('extend', 'the renewal pipeline was discarded');
-    return Promise.all(
-      replies.map(async ([error, reply], index) => {
-        const { lock, ttl } = items[index];
-        try {
-          if (error && !isNoScriptError(error)) throw error;
-          const result = error ? await EXTEND_SCRIPT.run(this.client, [keys[index]], [lock.token, ttl]) : reply;
-          return result === 1 ? validityEnd(startedAt, ttl) : null;
-        } catch (failure) {
-          return this.toBackendError('extend', failure);
-        }
-      }),
-    );
+    const results = await this.call('extend', runBatch(this.client, items.map(({ lock, ttl }) => extendCall(lock, ttl))));
+    return results.map((result, index) => {
+      if (!result.ok) return this.toBackendError('extend', result.error);
+      return result.reply === 1 ? validityEnd(startedAt, items[index].ttl) : null;
+    });
   }
 
   async release(lock: HeldLock): Promise<boolean> {
     this.assertOpen('release');
-    const keys = redisLockKeys(lock.namespace, lock.key);
-    const reply = await this.call('release', RELEASE_SCRIPT.run(this.client, [keys.lock], [lock.token, keys.channel]));
-    return reply === 1;
+    return (await this.call('release', runCall(this.client, releaseCall(lock)))) === 1;
   }
 
+  /** Whether a writer or any live reader holds the key (semaphores are apart and not counted). */
   async isLocked(namespace: string, key: string): Promise<boolean> {
     this.assertOpen('isLocked');
-    return (await this.call('isLocked', this.client.exists(redisLockKeys(namespace, key).lock))) > 0;
+    return (await this.call('isLocked', runCall(this.client, isLockedCall(namespace, key)))) === 1;
   }
 
   close(): Promise<void> {
@@ -188,31 +208,50 @@ export class RedisLockBackend implements LockBackend {
   }
 
   /**
-   * One attempt first, so an uncontended acquire is a single round trip. When busy: subscribe to the
-   * key's release channel, and only then try again, so a release between the two attempts cannot be
-   * missed. Then sleep until a release message, the holder's expiry or `recheckInterval`, and retry.
+   * One attempt first, so an uncontended acquire is a single round trip. When busy, that attempt already
+   * registered how we wait (a FIFO entry, or a writer's intent). Then subscribe to the key's release channel,
+   * and only then try again, so a release between the two attempts cannot be missed. Then sleep until a
+   * release message for us, the holder's expiry, our entry's refresh time or `recheckInterval`, and retry.
+   * Whatever ends the wait without a grant takes our entry back (after the last call settled).
    */
   private async acquireOrWait(request: AcquireRequest, signal: AbortSignal): Promise<LockGrant> {
-    const first = await this.attempt(request, 'acquire', signal);
-    if ('granted' in first) return first.granted;
-    if (signal.aborted) throw signal.reason;
-    const wakeup = new Wakeup();
-    const subscription = this.sharedSubscriber().subscribe(
-      redisLockKeys(request.namespace, request.key).channel,
-      wakeup.notify,
-    );
+    const style = waitStyle(request, this.fairness === 'fifo');
+    const inFlight: InFlight = {};
+    let queued = style !== 'none';
     try {
-      await this.subscribed(subscription, signal);
-      for (;;) {
-        wakeup.reset();
-        const outcome = await this.attempt(request, 'acquire', signal);
-        if ('granted' in outcome) return outcome.granted;
-        // After a too-late grant (already released again) the key is free: retry at once.
-        if ('busyFor' in outcome) await wakeup.wait(this.recheckDelay(outcome.busyFor), signal);
+      const first = await this.attempt(request, 'acquire', style, signal, inFlight);
+      if ('granted' in first) {
+        queued = false;
+        return first.granted;
+      }
+      if (signal.aborted) throw signal.reason;
+      const wakeup = new Wakeup();
+      const subscription = this.sharedSubscriber().subscribe(channelOf(request), (message) => {
+        if (this.wakes(message, request)) wakeup.notify();
+      });
+      try {
+        await this.subscribed(subscription, signal);
+        for (;;) {
+          wakeup.reset();
+          const outcome = await this.attempt(request, 'acquire', style, signal, inFlight);
+          if ('granted' in outcome) {
+            queued = false;
+            return outcome.granted;
+          }
+          // After a too-late grant (already released again) the key is free: retry at once.
+          if ('busyFor' in outcome) await wakeup.wait(this.recheckDelay(outcome.busyFor, style), signal);
+        }
+      } finally {
+        subscription.unsubscribe();
       }
     } finally {
-      subscription.unsubscribe();
+      if (queued) this.leaveQuietly(request, style, inFlight.call);
     }
+  }
+
+  /** FIFO waiters only wake for messages naming them (or '*'); others wake on every release. */
+  private wakes(message: string, request: AcquireRequest): boolean {
+    return this.fairness !== 'fifo' || message === '*' || message.split(' ').includes(request.token);
   }
 
   /**
@@ -220,10 +259,16 @@ export class RedisLockBackend implements LockBackend {
    * With a `signal`, an abort while the server has not answered rejects with a LockBackendError; if the
    * script then succeeds anyway, that grant is released, so nothing is ever granted after the abort.
    */
-  private async attempt(request: AcquireRequest, operation: string, signal?: AbortSignal): Promise<Attempt> {
-    const keys = redisLockKeys(request.namespace, request.key);
+  private async attempt(
+    request: AcquireRequest,
+    operation: string,
+    style: WaitStyle,
+    signal?: AbortSignal,
+    inFlight?: InFlight,
+  ): Promise<Attempt> {
     const startedAt = performance.now();
-    const call = ACQUIRE_SCRIPT.run(this.client, [keys.lock, keys.fence], [request.token, request.ttl]);
+    const call = runCall(this.client, acquireCall(request, style, this.waiterTtl));
+    if (inFlight) inFlight.call = call;
     let abortedFirst = false;
     let reply: unknown;
     try {
@@ -239,7 +284,7 @@ export class RedisLockBackend implements LockBackend {
     }
     const parsed = parseAcquireReply(reply);
     if (!parsed) throw this.error(operation, `unexpected reply from the acquire script: ${JSON.stringify(reply)}`);
-    if (!parsed.granted) return { busyFor: parsed.holderPttl };
+    if (!parsed.granted) return { busyFor: parsed.retryIn };
     const validUntil = validityEnd(startedAt, request.ttl);
     const now = performance.now();
     if (signal?.aborted || validUntil <= now) {
@@ -266,19 +311,16 @@ export class RedisLockBackend implements LockBackend {
   /** The shared subscriber, created at the first wait; replaced if ioredis gave its connection up for good. */
   private sharedSubscriber(): ChannelSubscriber {
     if (this.closing) throw this.error('acquire', 'the backend is closed');
-    if (!this.subscriber?.isUsable) {
-      const connection = this.client.duplicate(SUBSCRIBER_OPTIONS);
-      // Its failures surface through SUBSCRIBE replies; without a listener ioredis would print each one.
-      connection.on('error', () => undefined);
-      this.subscriber = new ChannelSubscriber(connection);
-    }
+    if (!this.subscriber?.isUsable) this.subscriber = new ChannelSubscriber(duplicateForSubscriber(this.client));
     return this.subscriber;
   }
 
-  private recheckDelay(holderPttl: number): number {
-    // PTTL -1 means the key has no expiry (not one of ours); only the re-check interval bounds the wait.
-    if (holderPttl < 0) return this.recheckInterval;
-    return Math.min(Math.max(holderPttl, 1), this.recheckInterval);
+  /** A queued waiter must also wake in time to refresh its entry (a third of the waiter ttl). */
+  private recheckDelay(retryIn: number, style: WaitStyle): number {
+    const longest = style === 'none' ? this.recheckInterval : Math.min(this.recheckInterval, this.waiterTtl / 3);
+    // -1: unknown (e.g. a key without expiry, not one of ours); only the re-check interval bounds the wait.
+    if (retryIn < 0) return longest;
+    return Math.min(Math.max(retryIn, 1), longest);
   }
 
   private releaseIfGranted(call: Promise<unknown>, request: AcquireRequest): void {
@@ -292,8 +334,15 @@ export class RedisLockBackend implements LockBackend {
 
   /** Best effort: if this fails, the lock expires after its ttl. */
   private releaseQuietly(request: AcquireRequest): Promise<unknown> {
-    const keys = redisLockKeys(request.namespace, request.key);
-    return RELEASE_SCRIPT.run(this.client, [keys.lock], [request.token, keys.channel]).catch(() => undefined);
+    return runCall(this.client, releaseCall(request)).catch(() => undefined);
+  }
+
+  /** Best effort, after `after` settled (so it runs after our last acquire call): else the entry expires. */
+  private leaveQuietly(request: AcquireRequest, style: WaitStyle, after?: Promise<unknown>): void {
+    const call = leaveCall(request, style);
+    if (!call) return;
+    const settled = (after ?? Promise.resolve()).catch(() => undefined);
+    this.track(settled.then(() => runCall(this.client, call)).catch(() => undefined));
   }
 
   private track(cleanup: Promise<unknown>): void {

@@ -1,0 +1,144 @@
+import type { AcquireRequest, HeldLock } from '../lock-backend.interface';
+import { ACQUIRE_READ_SCRIPT } from './acquire-read.lua';
+import { ACQUIRE_SEMAPHORE_SCRIPT } from './acquire-semaphore.lua';
+import { ACQUIRE_SCRIPT } from './acquire.lua';
+import { EXTEND_SHARED_SCRIPT } from './extend-shared.lua';
+import { EXTEND_SCRIPT } from './extend.lua';
+import { IS_LOCKED_SCRIPT } from './is-locked.lua';
+import { LEAVE_LOCK_SCRIPT, LEAVE_SEMAPHORE_SCRIPT } from './leave.lua';
+import { RAISE_FENCE_SCRIPT } from './raise-fence.lua';
+import { redisLockKeys, redisSemaphoreKeys } from './redis-keys';
+import type { RedisScript, ScriptRunner } from './redis-script';
+import { RELEASE_READ_SCRIPT } from './release-read.lua';
+import { RELEASE_SEMAPHORE_SCRIPT } from './release-semaphore.lua';
+import { RELEASE_SCRIPT } from './release.lua';
+
+/**
+ * Which script (with which keys and arguments) each operation runs, per lock kind. Shared by the single-server
+ * backend and Redlock, which runs the same calls on every instance; both also batch them into pipelines.
+ */
+export interface ScriptCall {
+  readonly script: RedisScript;
+  readonly keys: readonly string[];
+  readonly args: readonly (string | number)[];
+  /** The hash tag all `keys` share: the cluster slot is computed from it. */
+  readonly tag: string;
+}
+
+export function runCall(client: ScriptRunner, call: ScriptCall): Promise<unknown> {
+  return call.script.run(client, call.keys, call.args);
+}
+
+export type LockKind = 'write' | 'read' | 'semaphore';
+
+/** Exclusive and write are the same lock; permits make a semaphore (the core never combines them with read). */
+export function kindOf(request: Pick<AcquireRequest, 'mode' | 'permits'>): LockKind {
+  if (request.permits !== undefined) return 'semaphore';
+  return request.mode === 'read' ? 'read' : 'write';
+}
+
+/**
+ * How a busy waiter waits: 'queue' = a FIFO entry (fair mode); 'intent' = a writer's intent that holds new
+ * readers back (non-fair mode); 'none' = it just retries (tryAcquire, non-fair readers and semaphores).
+ */
+export type WaitStyle = 'none' | 'intent' | 'queue';
+
+export function waitStyle(request: Pick<AcquireRequest, 'mode' | 'permits'>, fifo: boolean): WaitStyle {
+  if (fifo) return 'queue';
+  return kindOf(request) === 'write' ? 'intent' : 'none';
+}
+
+/** The pub/sub channel that announces releases of this request's lock (or semaphore). */
+export function channelOf(request: Pick<AcquireRequest, 'namespace' | 'key' | 'permits'>): string {
+  return request.permits !== undefined
+    ? redisSemaphoreKeys(request.namespace, request.key).channel
+    : redisLockKeys(request.namespace, request.key).channel;
+}
+
+const ENTRY_PREFIX: Record<LockKind, string> = { write: 'w', read: 'r', semaphore: 's' };
+
+function queueEntry(request: AcquireRequest): string {
+  return ENTRY_PREFIX[kindOf(request)] + request.token;
+}
+
+export function acquireCall(request: AcquireRequest, style: WaitStyle, waiterTtl: number): ScriptCall {
+  const join = style === 'none' ? '' : style;
+  const kind = kindOf(request);
+  if (kind === 'semaphore') {
+    const keys = redisSemaphoreKeys(request.namespace, request.key);
+    return {
+      script: ACQUIRE_SEMAPHORE_SCRIPT,
+      keys: [keys.holders, keys.fence, keys.queue, keys.queueExpiry],
+      args: [request.token, request.ttl, request.permits!, join, waiterTtl],
+      tag: keys.tag,
+    };
+  }
+  const keys = redisLockKeys(request.namespace, request.key);
+  return {
+    script: kind === 'read' ? ACQUIRE_READ_SCRIPT : ACQUIRE_SCRIPT,
+    keys: [keys.lock, keys.fence, keys.readers, keys.writersWaiting, keys.queue, keys.queueExpiry],
+    args: [request.token, request.ttl, join, waiterTtl],
+    tag: keys.tag,
+  };
+}
+
+export function extendCall(lock: HeldLock, ttl: number): ScriptCall {
+  const kind = kindOf(lock);
+  if (kind === 'semaphore') {
+    const keys = redisSemaphoreKeys(lock.namespace, lock.key);
+    return { script: EXTEND_SHARED_SCRIPT, keys: [keys.holders], args: [lock.token, ttl], tag: keys.tag };
+  }
+  const keys = redisLockKeys(lock.namespace, lock.key);
+  return kind === 'read'
+    ? { script: EXTEND_SHARED_SCRIPT, keys: [keys.readers], args: [lock.token, ttl], tag: keys.tag }
+    : { script: EXTEND_SCRIPT, keys: [keys.lock], args: [lock.token, ttl], tag: keys.tag };
+}
+
+/** Also used for grants nobody will hold (aborted or too late), hence an AcquireRequest is enough. */
+export function releaseCall(lock: AcquireRequest): ScriptCall {
+  const kind = kindOf(lock);
+  if (kind === 'semaphore') {
+    const keys = redisSemaphoreKeys(lock.namespace, lock.key);
+    return {
+      script: RELEASE_SEMAPHORE_SCRIPT,
+      keys: [keys.holders, keys.queue, keys.queueExpiry],
+      args: [lock.token, keys.channel, lock.permits!],
+      tag: keys.tag,
+    };
+  }
+  const keys = redisLockKeys(lock.namespace, lock.key);
+  return kind === 'read'
+    ? { script: RELEASE_READ_SCRIPT, keys: [keys.readers, keys.queue, keys.queueExpiry], args: [lock.token, keys.channel], tag: keys.tag }
+    : { script: RELEASE_SCRIPT, keys: [keys.lock, keys.queue, keys.queueExpiry], args: [lock.token, keys.channel], tag: keys.tag };
+}
+
+/** Takes a waiter's queue entry or writer's intent back; `undefined` when it has none to take back. */
+export function leaveCall(request: AcquireRequest, style: WaitStyle): ScriptCall | undefined {
+  if (style === 'none') return undefined;
+  if (kindOf(request) === 'semaphore') {
+    const keys = redisSemaphoreKeys(request.namespace, request.key);
+    return {
+      script: LEAVE_SEMAPHORE_SCRIPT,
+      keys: [keys.holders, keys.queue, keys.queueExpiry],
+      args: [queueEntry(request), keys.channel, request.permits!],
+      tag: keys.tag,
+    };
+  }
+  const keys = redisLockKeys(request.namespace, request.key);
+  return {
+    script: LEAVE_LOCK_SCRIPT,
+    keys: [keys.writersWaiting, keys.queue, keys.queueExpiry],
+    args: [queueEntry(request), keys.channel, style],
+    tag: keys.tag,
+  };
+}
+
+export function isLockedCall(namespace: string, key: string): ScriptCall {
+  const keys = redisLockKeys(namespace, key);
+  return { script: IS_LOCKED_SCRIPT, keys: [keys.lock, keys.readers], args: [], tag: keys.tag };
+}
+
+export function raiseFenceCall(request: Pick<AcquireRequest, 'namespace' | 'key'>, token: bigint): ScriptCall {
+  const keys = redisLockKeys(request.namespace, request.key);
+  return { script: RAISE_FENCE_SCRIPT, keys: [keys.fence], args: [token.toString()], tag: keys.tag };
+}

@@ -1,0 +1,134 @@
+/**
+ * Lua helpers shared by the scripts (each script is `helpers + body`, so every script stays one atomic call).
+ * Expiry times in our ZSETs are absolute server milliseconds from TIME, so a crashed member simply stops
+ * counting once its time has passed, with no client involved; every script drops expired members first.
+ */
+
+/** Server clock: returns microseconds (for fencing) and milliseconds (for expiry scores). */
+export const LUA_SERVER_TIME = `
+local function server_time()
+  local t = redis.call('TIME')
+  local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  return micros, math.floor(micros / 1000)
+end
+`;
+
+/**
+ * The fencing token is max(counter + 1, server TIME in microseconds), written back to the counter.
+ * The counter alone makes tokens strictly increasing; the clock keeps them increasing after a restart
+ * without persistence wiped the counter (as long as the server clock does not go backwards).
+ * Microseconds since 1970 stay below 2^53 until the year 2255, so Lua's doubles hold them exactly;
+ * the token travels as a decimal string because Redis truncates Lua numbers in replies to integers anyway.
+ */
+export const LUA_NEXT_FENCE = `
+local function next_fence(fence, now_us)
+  local last = tonumber(redis.call('GET', fence)) or 0
+  local token = string.format('%.0f', math.max(last + 1, now_us))
+  redis.call('SET', fence, token)
+  return token
+end
+`;
+
+/** ZSET member -> expiry helpers (readers, semaphore holders, writers' intents). */
+export const LUA_EXPIRING_MEMBERS = `
+local function live_members(zset, now)
+  if redis.call('EXISTS', zset) == 0 then return 0 end
+  redis.call('ZREMRANGEBYSCORE', zset, '-inf', now)
+  return redis.call('ZCARD', zset)
+end
+
+local function first_expiry_in(zset, now)
+  local first = redis.call('ZRANGE', zset, 0, 0, 'WITHSCORES')
+  if #first == 0 then return -1 end
+  return math.max(tonumber(first[2]) - now, 1)
+end
+
+-- The key itself lives exactly as long as its longest-lived member, so nothing is left behind.
+local function put_member(zset, member, expires_at)
+  redis.call('ZADD', zset, expires_at, member)
+  local last = redis.call('ZRANGE', zset, -1, -1, 'WITHSCORES')
+  redis.call('PEXPIREAT', zset, last[2])
+end
+`;
+
+/**
+ * FIFO queue: a LIST of entries (kind letter + owner token) in arrival order, and a ZSET of each entry's
+ * expiry. A waiter refreshes its entry while it waits; one that died or gave up silently is dropped once its
+ * entry expires, so it never blocks those behind it for longer than the waiter ttl.
+ */
+export const LUA_QUEUE = `
+local function purge_queue(queue, expiry, now)
+  local dead = redis.call('ZRANGEBYSCORE', expiry, '-inf', now)
+  for _, entry in ipairs(dead) do redis.call('LREM', queue, 1, entry) end
+  if #dead > 0 then redis.call('ZREMRANGEBYSCORE', expiry, '-inf', now) end
+  -- A head entry without an expiry (the two keys are written together, so only after manual tampering)
+  -- would block the queue forever.
+  local head = redis.call('LINDEX', queue, 0)
+  while head and not redis.call('ZSCORE', expiry, head) do
+    redis.call('LPOP', queue)
+    head = redis.call('LINDEX', queue, 0)
+  end
+end
+
+local function join_queue(queue, expiry, entry, now, waiter_ttl)
+  if not redis.call('ZSCORE', expiry, entry) then redis.call('RPUSH', queue, entry) end
+  redis.call('ZADD', expiry, now + waiter_ttl, entry)
+  local last = redis.call('ZRANGE', expiry, -1, -1, 'WITHSCORES')
+  redis.call('PEXPIREAT', queue, last[2])
+  redis.call('PEXPIREAT', expiry, last[2])
+end
+
+local function leave_queue(queue, expiry, entry)
+  redis.call('LREM', queue, 1, entry)
+  redis.call('ZREM', expiry, entry)
+end
+
+local function publish_tokens(channel, entries)
+  if #entries == 0 then
+    redis.call('PUBLISH', channel, '*')
+    return
+  end
+  local tokens = {}
+  for i, entry in ipairs(entries) do tokens[i] = string.sub(entry, 2) end
+  redis.call('PUBLISH', channel, table.concat(tokens, ' '))
+end
+`;
+
+/**
+ * Wakes the lock's waiters after a change: with a FIFO queue, only the head writer or the readers at the
+ * head (up to 100, the rest re-check on their own); without one, everyone ('*').
+ */
+export const LUA_WAKE_LOCK = `
+local function wake_lock(queue, expiry, channel, now)
+  local heads = {}
+  if redis.call('EXISTS', queue) == 1 then
+    purge_queue(queue, expiry, now)
+    for i, entry in ipairs(redis.call('LRANGE', queue, 0, 99)) do
+      local kind = string.sub(entry, 1, 1)
+      if kind == 'w' and i > 1 then break end
+      heads[#heads + 1] = entry
+      if kind == 'w' then break end
+    end
+  end
+  publish_tokens(channel, heads)
+end
+`;
+
+/** Wakes as many semaphore waiters from the head of the queue as there are free permits ('*' without a queue). */
+export const LUA_WAKE_SEMAPHORE = `
+local function wake_semaphore(holders, queue, expiry, channel, permits, now)
+  if redis.call('EXISTS', queue) == 0 then
+    redis.call('PUBLISH', channel, '*')
+    return
+  end
+  purge_queue(queue, expiry, now)
+  local free = permits - live_members(holders, now)
+  if free <= 0 then return end
+  publish_tokens(channel, redis.call('LRANGE', queue, 0, free - 1))
+end
+`;
+
+/** Joins helper sources into one script body. */
+export function lua(...parts: string[]): string {
+  return parts.join('\n');
+}

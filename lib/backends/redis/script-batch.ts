@@ -1,0 +1,69 @@
+import { slotOfTag } from './cluster-slot';
+import { runCall, type ScriptCall } from './lock-calls';
+import type { RedisLockClient } from './redis-client';
+import { isNoScriptError } from './redis-script';
+
+export type BatchResult = { readonly ok: true; readonly reply: unknown } | { readonly ok: false; readonly error: unknown };
+
+/**
+ * Runs many script calls in as few round trips as possible: one pipeline on a single server; on a Cluster one
+ * pipeline per node (ioredis refuses a pipeline whose keys live on several nodes), all nodes in parallel.
+ * Results are in input order, each the reply or that item's own error. A NOSCRIPT reply (after a restart)
+ * costs that item one EVAL, which also reloads the script for the next batch.
+ *
+ * On a single server a failed pipeline rejects as a whole (the connection is the problem); on a Cluster a
+ * node group whose pipeline fails (e.g. the slot moved meanwhile) falls back to one call per item, which
+ * ioredis redirects on its own.
+ */
+export async function runBatch(client: RedisLockClient, calls: readonly ScriptCall[]): Promise<BatchResult[]> {
+  if (!client.pipeline) return Promise.all(calls.map((call) => settle(runCall(client, call))));
+  const results = new Array<BatchResult>(calls.length);
+  const groups = new Map<string, number[]>();
+  calls.forEach((call, index) => {
+    const node = nodeOf(client, call);
+    const group = groups.get(node);
+    if (group) group.push(index);
+    else groups.set(node, [index]);
+  });
+  await Promise.all(
+    [...groups.values()].map(async (indexes) => {
+      const pipeline = client.pipeline!();
+      for (const index of indexes) {
+        const { script, keys, args } = calls[index];
+        pipeline.evalsha(script.sha1, keys.length, ...keys, ...args);
+      }
+      let replies: [Error | null, unknown][] | null;
+      try {
+        replies = await pipeline.exec();
+        if (!replies) throw new Error('the pipeline was discarded');
+      } catch (error) {
+        if (!client.isCluster) throw error;
+        await Promise.all(indexes.map(async (index) => (results[index] = await settle(runCall(client, calls[index])))));
+        return;
+      }
+      await Promise.all(
+        replies.map(async ([error, reply], position) => {
+          const index = indexes[position];
+          if (!error) results[index] = { ok: true, reply };
+          else if (isNoScriptError(error)) results[index] = await settle(runCall(client, calls[index]));
+          else results[index] = { ok: false, error };
+        }),
+      );
+    }),
+  );
+  return results;
+}
+
+/** The master serving the call's slot, as far as the client knows; '' on a single server. */
+function nodeOf(client: RedisLockClient, call: ScriptCall): string {
+  if (!client.isCluster) return '';
+  const slot = slotOfTag(call.tag);
+  return client.slots?.[slot]?.[0] ?? `slot ${slot}`;
+}
+
+function settle(work: Promise<unknown>): Promise<BatchResult> {
+  return work.then(
+    (reply) => ({ ok: true, reply }),
+    (error: unknown) => ({ ok: false, error }),
+  );
+}

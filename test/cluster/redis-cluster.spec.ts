@@ -1,0 +1,225 @@
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { Cluster } from 'ioredis';
+import { slotOfTag } from '../../lib/backends/redis/cluster-slot';
+import { encodeKeyPart, redisLockKeys, redisSemaphoreKeys } from '../../lib/backends/redis/redis-keys';
+import { RedisLockBackend, type RedisLockBackendTuning } from '../../lib/backends/redis/redis-lock.backend';
+import { LockBackendError } from '../../lib/errors';
+import type { LockHandle } from '../../lib/lock-handle';
+import { LockService } from '../../lib/lock.service';
+import { uniqueNamespace } from '../support/backends';
+import { freeTestPort } from '../support/free-port';
+import { clusterClient, startRedisCluster, type TestRedisCluster } from '../support/redis-cluster';
+import { sleep } from '../support/time';
+
+const MARGIN = 5_000;
+const SUBSCRIBER_NAME = 'nest-distributed-lock:subscriber';
+
+/** Keys whose hash tags land all over the slot space, and a few built to look like other keys' tags. */
+const KEYS = [...Array.from({ length: 40 }, (_, index) => `order:${index}`), '{a}', 'a', 'a}b{c', '{}', 'x{y}z', '%7Ba%7D'];
+
+describe('Redis Cluster (3 masters)', () => {
+  let cluster: TestRedisCluster;
+  let ns: string;
+  const opened: { close(): Promise<unknown> }[] = [];
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster(3);
+  }, 90_000);
+
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  beforeEach(() => {
+    ns = uniqueNamespace('cluster');
+  });
+
+  afterEach(async () => {
+    for (const resource of opened.splice(0).reverse()) await resource.close();
+  });
+
+  function client(): Cluster {
+    const created = cluster.client();
+    opened.push({ close: async () => (created.status === 'ready' ? created.quit().catch(() => undefined) : created.disconnect()) });
+    return created;
+  }
+
+  function service(tuning: RedisLockBackendTuning = {}): LockService {
+    const locks = new LockService(new RedisLockBackend({ client: client(), ...tuning }), { keyPrefix: ns });
+    opened.push(locks);
+    return locks;
+  }
+
+  /** Which master serves a slot, from CLUSTER SLOTS as one node reports it. */
+  async function ownerOfSlots(): Promise<(slot: number) => number> {
+    const node = cluster.nodeClient(0);
+    try {
+      const ranges = await node.cluster('SLOTS');
+      return (slot) => {
+        const range = ranges.find(([from, to]) => slot >= from && slot <= to)!;
+        return range[2][1];
+      };
+    } finally {
+      node.disconnect();
+    }
+  }
+
+  /** Connections to node `index` whose name contains `name` (CLIENT LIST). */
+  async function connectionsNamed(index: number, name: string): Promise<number> {
+    const node = cluster.nodeClient(index);
+    try {
+      const list = (await node.client('LIST')) as string;
+      return list.split('\n').filter((line) => line.split(' ').some((field) => field.startsWith('name=') && field.includes(name))).length;
+    } finally {
+      node.disconnect();
+    }
+  }
+
+  it('keeps every key of a lock name in one slot, computed from the encoded key only, whatever braces it contains', async () => {
+    const node = cluster.nodeClient(0);
+    try {
+      for (const key of KEYS) {
+        const tagSlot = slotOfTag(encodeKeyPart(key));
+        const { tag: _l, ...lockNames } = redisLockKeys(ns, key);
+        const { tag: _s, ...semaphoreNames } = redisSemaphoreKeys(ns, key);
+        for (const name of [...Object.values(lockNames), ...Object.values(semaphoreNames)]) {
+          expect({ name, slot: Number(await node.cluster('KEYSLOT', name)) }).toEqual({ name, slot: tagSlot });
+        }
+      }
+    } finally {
+      node.disconnect();
+    }
+  });
+
+  it('locks many keys spread over all three masters, in every mode, with no CROSSSLOT error', async () => {
+    const owner = await ownerOfSlots();
+    const nodes = new Set(KEYS.map((key) => owner(slotOfTag(encodeKeyPart(key)))));
+    expect(nodes.size).toBe(3);
+
+    const locks = service();
+    const other = service();
+    const held: LockHandle[] = [];
+    for (const key of KEYS) {
+      held.push(await locks.acquire(key, { waitTimeout: 0 }));
+      held.push(await locks.acquire(key, { permits: 2, waitTimeout: 0 }));
+      expect(await other.tryAcquire(key, { mode: 'read' })).toBeNull();
+      expect(await other.isLocked(key)).toBe(true);
+    }
+    await Promise.all(held.map((lock) => lock.release()));
+    for (const key of KEYS.slice(0, 5)) {
+      const readers = await Promise.all([locks, other].map((s) => s.acquire(key, { mode: 'read', waitTimeout: 0 })));
+      expect(await locks.tryAcquire(key, { mode: 'write' })).toBeNull();
+      await Promise.all(readers.map((reader) => reader.release()));
+    }
+    expect(await other.isLocked(KEYS[0])).toBe(false);
+  });
+
+  it('one subscriber hears releases on every master: a waiter is woken across nodes', async () => {
+    const owner = await ownerOfSlots();
+    // One key per master.
+    const perNode = new Map<number, string>();
+    for (const key of KEYS) perNode.set(owner(slotOfTag(encodeKeyPart(key))), perNode.get(owner(slotOfTag(encodeKeyPart(key)))) ?? key);
+    expect(perNode.size).toBe(3);
+
+    const holder = service();
+    // Re-checks 30 s apart: only a release message can wake the waiter in time.
+    const waiter = service({ recheckInterval: 30_000 });
+    for (const key of perNode.values()) {
+      const held = await holder.acquire(key, { ttl: 30_000 });
+      const waiting = waiter.acquire(key, { ttl: 10_000, waitTimeout: 20_000 });
+      await sleep(300); // let it subscribe and wait
+      const releasedAt = performance.now();
+      await held.release();
+      const lock = await waiting;
+      expect(performance.now() - releasedAt).toBeLessThan(MARGIN);
+      await lock.release();
+    }
+    // All of that went through one subscriber connection (ioredis names it after ours), on one of the three
+    // nodes: so two of the three releases were published on another node and reached it over the cluster bus.
+    const subscribers = await Promise.all(cluster.nodes.map((_, index) => connectionsNamed(index, `ioredis-cluster(subscriber):${SUBSCRIBER_NAME}`)));
+    expect(subscribers.reduce((sum, count) => sum + count, 0)).toBe(1);
+  });
+
+  it('renews locks on all masters with one pipeline per master', async () => {
+    const own = client();
+    const backend = new RedisLockBackend({ client: own });
+    opened.push(backend);
+    const requests = KEYS.map((key) => ({ namespace: ns, key, token: randomUUID(), ttl: 10_000 }));
+    const grants = await Promise.all(requests.map((request) => backend.tryAcquire(request)));
+    const pipelines = jest.spyOn(own, 'pipeline');
+    const results = await backend.extendMany(requests.map((request, index) => ({ lock: { ...request, fencingToken: grants[index]!.fencingToken }, ttl: 60_000 })));
+    expect(pipelines.mock.calls.length).toBeLessThanOrEqual(3);
+    pipelines.mockRestore();
+    expect(results.filter((result) => typeof result === 'number')).toHaveLength(KEYS.length);
+    await Promise.all(requests.map((request, index) => backend.release({ ...request, fencingToken: grants[index]!.fencingToken })));
+  });
+
+  it('FIFO mode works on a Cluster: queued waiters are granted in order', async () => {
+    const fifo = { fairness: 'fifo' as const, recheckInterval: 30_000 };
+    const held = await service(fifo).acquire('fifo', { ttl: 30_000 });
+    const order: number[] = [];
+    const waiters: Promise<void>[] = [];
+    const queue = redisLockKeys(ns, 'fifo').queue;
+    const observer = client();
+    for (let index = 0; index < 5; index++) {
+      waiters.push(
+        service(fifo)
+          .acquire('fifo', { ttl: 10_000, waitTimeout: 30_000 })
+          .then(async (lock) => {
+            order.push(index);
+            await lock.release();
+          }),
+      );
+      const deadline = Date.now() + 10_000;
+      while ((await observer.llen(queue)) !== index + 1 && Date.now() < deadline) await sleep(20);
+    }
+    await held.release();
+    await Promise.all(waiters);
+    expect(order).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it('closes the Cluster subscriber it duplicated, and never the app’s Cluster client', async () => {
+    const own = client();
+    const backend = new RedisLockBackend({ client: own });
+    const locks = new LockService(backend, { keyPrefix: ns });
+    const held = await locks.acquire('closing', { ttl: 10_000 });
+    const waiting = locks.acquire('closing', { ttl: 10_000, waitTimeout: 20_000 }).catch((error: unknown) => error);
+    await sleep(300); // the waiter subscribed
+    await locks.close();
+    expect(await waiting).toBeInstanceOf(LockBackendError);
+    expect(held.isHeld).toBe(false);
+    expect(own.status).toBe('ready');
+    for (let index = 0; index < cluster.nodes.length; index++) {
+      // Other tests' backends are closed by now; only this test's could remain. Closing takes a moment to land.
+      const deadline = Date.now() + 5_000;
+      let named = await connectionsNamed(index, SUBSCRIBER_NAME);
+      while (named > 0 && Date.now() < deadline) {
+        await sleep(50);
+        named = await connectionsNamed(index, SUBSCRIBER_NAME);
+      }
+      expect(named).toBe(0);
+    }
+  });
+
+  it('with no node reachable, fails with LockBackendError naming the startup nodes, in bounded time', async () => {
+    const port = await freeTestPort();
+    const dead = clusterClient(`127.0.0.1:${port}`);
+    opened.push({
+      close: async () => {
+        dead.disconnect();
+        // ioredis arms a 2 s socket-close fallback timer for each failed node probe (AbstractConnector.disconnect),
+        // which would otherwise outlive the test file; it is the test's client, not the backend, that owns it.
+        await sleep(2_100);
+      },
+    });
+    const locks = new LockService(new RedisLockBackend({ client: dead }), { keyPrefix: ns, operationTimeout: 1_500 });
+    opened.push(locks);
+    expect(locks.backend.address).toBe(`cluster(127.0.0.1:${port})`);
+    const startedAt = performance.now();
+    const error = await locks.acquire('k', { waitTimeout: 1_500 }).catch((failure: unknown) => failure);
+    expect(error).toBeInstanceOf(LockBackendError);
+    expect((error as LockBackendError).message).toContain(String(port));
+    expect(performance.now() - startedAt).toBeLessThan(1_500 + MARGIN);
+  });
+});

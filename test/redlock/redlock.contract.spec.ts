@@ -1,0 +1,74 @@
+import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
+import Redis from 'ioredis';
+import { describeLockContract } from '../contract/lock-contract';
+import type { BackendFactory, BackendKind, BackendUnderTest, BackendWorld } from '../support/backends';
+import { freeTestPort } from '../support/free-port';
+import { startRedis, type TestRedisServer } from '../support/redis-server';
+import { connectRedlockBackend } from './redlock-support';
+
+/**
+ * The shared contract suite against RedlockBackend over three real redis-server processes. Forked workers reach
+ * them through connectBackend('redlock', 'redis://a,redis://b,redis://c'), which test/support/backends.ts must map
+ * to connectRedlockBackend.
+ */
+let servers: TestRedisServer[] = [];
+
+beforeAll(async () => {
+  servers = await Promise.all([startRedis(), startRedis(), startRedis()]);
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all(servers.map((server) => server.stop()));
+});
+
+const address = () => servers.map((server) => server.url).join(',');
+
+function world(): BackendWorld {
+  const opened: BackendUnderTest[] = [];
+  return {
+    connect() {
+      const connection = connectRedlockBackend(address());
+      opened.push(connection);
+      return connection;
+    },
+    async close() {
+      await Promise.allSettled(opened.splice(0).map((connection) => connection.close()));
+    },
+  };
+}
+
+const redlockFactory: BackendFactory = {
+  name: 'redlock' as BackendKind,
+  crossProcess: true,
+  // Waiters race when woken, as on a single Redis.
+  fair: false,
+  hasServer: true,
+  minTtl: 1_500,
+  address,
+  create: async () => connectRedlockBackend(address()),
+  world,
+  unreachable: async () => {
+    const ports = [await freeTestPort(), await freeTestPort(), await freeTestPort()];
+    const [port] = ports;
+    return { port, ...connectRedlockBackend(ports.map((each) => `redis://127.0.0.1:${each}`).join(','), { requestTimeout: 500 }) };
+  },
+  vanishings: [
+    {
+      name: 'DEL of the lock key on every instance with raw clients',
+      run: async (lock) => {
+        await Promise.all(
+          servers.map(async (server) => {
+            const client = new Redis(server.url);
+            try {
+              await client.del(redisLockKeys(lock.namespace, lock.key).lock);
+            } finally {
+              await client.quit();
+            }
+          }),
+        );
+      },
+    },
+  ],
+};
+
+describeLockContract(redlockFactory);

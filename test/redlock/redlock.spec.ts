@@ -1,0 +1,247 @@
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import Redis from 'ioredis';
+import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
+import { LockQuorumError } from '../../lib/backends/redlock/lock-quorum.error';
+import { RedlockBackend, type RedlockBackendOptions } from '../../lib/backends/redlock/redlock.backend';
+import { LockBackendError, LockNotSupportedError, LockTimeoutError } from '../../lib/errors';
+import { LockService } from '../../lib/lock.service';
+import { uniqueNamespace } from '../support/backends';
+import { startRedis, type TestRedisServer } from '../support/redis-server';
+import { sleep } from '../support/time';
+import { eventually } from '../redis/redis-spec-helpers';
+
+const MARGIN = 5_000;
+
+describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
+  const quorum = Math.floor(count / 2) + 1;
+  let servers: TestRedisServer[] = [];
+  let admins: Redis[] = [];
+  let ns: string;
+  const killed = new Set<number>();
+  const opened: { close(): Promise<unknown> }[] = [];
+  let clients: Redis[] = [];
+
+  beforeAll(async () => {
+    servers = await Promise.all(Array.from({ length: count }, () => startRedis()));
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all(servers.map((server) => server.stop()));
+  });
+
+  beforeEach(() => {
+    ns = uniqueNamespace(`redlock${count}`);
+    admins = servers.map((server) => quietClient(server.url));
+  });
+
+
+  afterEach(async () => {
+    // Killed instances come back empty, on the same port, for the next test. Close connections only once they
+    // reconnected: ioredis keeps a 2 s timer alive for a connection closed while its server is down.
+    await Promise.all([...killed].map((index) => servers[index].restart()));
+    killed.clear();
+    await eventually(async () => clients.every((client) => client.status === 'ready' || client.status === 'end'), 10_000);
+    for (const resource of opened.splice(0).reverse()) await resource.close();
+    await Promise.all(clients.splice(0).map((client) => (client.status === 'ready' ? client.quit() : client.disconnect())));
+  });
+
+  /** A client that reconnects every 100 ms, so it is back soon after its instance restarted. */
+  function quietClient(url: string): Redis {
+    const client = new Redis(url, { retryStrategy: () => 100 });
+    client.on('error', () => undefined);
+    clients.push(client);
+    return client;
+  }
+
+  /** A RedlockBackend on new connections to every server (an app instance). */
+  function backend(tuning: Omit<RedlockBackendOptions, 'clients'> = {}): RedlockBackend {
+    const created = new RedlockBackend({ clients: servers.map((server) => quietClient(server.url)), ...tuning });
+    opened.push(created);
+    return created;
+  }
+
+  function service(tuning: Omit<RedlockBackendOptions, 'clients'> = {}): LockService {
+    const locks = new LockService(backend(tuning), { keyPrefix: ns });
+    opened.push(locks);
+    return locks;
+  }
+
+  async function kill(...indexes: number[]): Promise<void> {
+    for (const index of indexes) {
+      killed.add(index);
+      await servers[index].kill('SIGKILL');
+    }
+  }
+
+  /** Keys this test left on instance `index`, except the fencing counters (which are meant to stay). */
+  async function strayKeys(index: number): Promise<string[]> {
+    const keys = await admins[index].keys(`${ns}:*`); // ns is ours ([A-Za-z0-9.:-]), never user text
+    return keys.filter((key) => !key.endsWith(':fence'));
+  }
+
+  it('grants on every instance, with a fencing token a majority of counters agrees on, and releases everywhere', async () => {
+    const locks = service();
+    const lock = await locks.acquire('doc', { ttl: 10_000 });
+    const names = redisLockKeys(ns, 'doc');
+    const values = await Promise.all(admins.map((admin) => admin.get(names.lock)));
+    expect(values.filter((value) => value === lock.token).length).toBeGreaterThanOrEqual(quorum);
+    const counters = await Promise.all(admins.map(async (admin) => BigInt((await admin.get(names.fence)) ?? '0')));
+    expect(counters.filter((counter) => counter >= lock.fencingToken).length).toBeGreaterThanOrEqual(quorum);
+    expect(await locks.isLocked('doc')).toBe(true);
+
+    await lock.release();
+    expect(await Promise.all(admins.map((admin) => admin.exists(names.lock)))).toEqual(servers.map(() => 0));
+    expect(await locks.isLocked('doc')).toBe(false);
+  });
+
+  it('a busy lock ends in LockTimeoutError (not a quorum error), and a waiter is woken by the release', async () => {
+    const holder = service();
+    const held = await holder.acquire('busy', { ttl: 20_000 });
+    const waiter = service({ recheckInterval: 30_000 });
+    await expect(waiter.acquire('busy', { waitTimeout: 500 })).rejects.toBeInstanceOf(LockTimeoutError);
+    expect(await waiter.tryAcquire('busy')).toBeNull();
+
+    const waiting = waiter.acquire('busy', { ttl: 10_000, waitTimeout: 20_000 });
+    await sleep(300); // let it subscribe and wait
+    const releasedAt = performance.now();
+    await held.release();
+    const lock = await waiting;
+    expect(performance.now() - releasedAt).toBeLessThan(MARGIN);
+    expect(lock.fencingToken).toBeGreaterThan(held.fencingToken);
+    await lock.release();
+  });
+
+  it(`still grants, extends and releases with ${count - quorum} instance(s) down`, async () => {
+    const down = Array.from({ length: count - quorum }, (_, index) => index);
+    await kill(...down);
+    const locks = service();
+    const lock = await locks.acquire('degraded', { ttl: 1_500, waitTimeout: 5_000 });
+    const renewal = await new Promise((resolve, reject) => lock.renewals$.subscribe({ next: resolve, error: reject }));
+    expect(renewal).toMatchObject({ type: 'renewed' });
+    expect(await locks.isLocked('degraded')).toBe(true);
+    await lock.release();
+    expect(await locks.isLocked('degraded')).toBe(false);
+  });
+
+  it('with a majority down: LockQuorumError naming the failed instances within waitTimeout, and no stray keys on the live ones', async () => {
+    // The last ones, so that the live instances are asked first and do grant (and must be cleaned up).
+    const down = Array.from({ length: quorum }, (_, index) => count - quorum + index);
+    await kill(...down);
+    const locks = service({ requestTimeout: 500 });
+    const waitTimeout = 2_000;
+    const startedAt = performance.now();
+    const error = await locks.acquire('down', { ttl: 10_000, waitTimeout }).catch((failure: unknown) => failure);
+    expect(performance.now() - startedAt).toBeLessThan(waitTimeout + MARGIN);
+    expect(error).toBeInstanceOf(LockQuorumError);
+    expect(error).toBeInstanceOf(LockBackendError);
+    const quorumError = error as LockQuorumError;
+    expect(quorumError.name).toBe('LockQuorumError');
+    for (const index of down) expect(quorumError.failedAddresses).toContain(`127.0.0.1:${servers[index].port}`);
+    for (const index of down) expect(quorumError.message).toContain(String(servers[index].port));
+    await expect(locks.tryAcquire('down')).rejects.toBeInstanceOf(LockQuorumError);
+    await expect(locks.isLocked('down')).rejects.toBeInstanceOf(LockQuorumError);
+
+    await locks.close();
+    for (let index = 0; index < count - quorum; index++) {
+      await eventually(async () => (await strayKeys(index)).length === 0, 3_000);
+    }
+  });
+
+  it('releases partial grants at once when another owner holds the key on a majority', async () => {
+    const names = redisLockKeys(ns, 'split');
+    // Another owner on a majority of instances, as a raw client would place it.
+    for (let index = 0; index < quorum; index++) await admins[index].set(names.lock, 'someone-else', 'PX', 20_000);
+    const redlock = backend();
+    const request = { namespace: ns, key: 'split', token: randomUUID(), ttl: 10_000 };
+    expect(await redlock.tryAcquire(request)).toBeNull();
+    for (let index = quorum; index < count; index++) {
+      await eventually(async () => (await admins[index].get(names.lock)) === null, 1_000);
+    }
+    for (let index = 0; index < quorum; index++) expect(await admins[index].get(names.lock)).toBe('someone-else');
+  });
+
+  it('an extension needs a majority: null once a majority is lost, LockQuorumError when too few answer', async () => {
+    const redlock = backend({ requestTimeout: 500 });
+    const request = { namespace: ns, key: 'extend', token: randomUUID(), ttl: 10_000 };
+    const grant = await redlock.tryAcquire(request);
+    const lock = { ...request, fencingToken: grant!.fencingToken };
+    expect(await redlock.extend(lock, 10_000)).toEqual(expect.any(Number));
+
+    // Taken over on a majority behind our back: no longer ours.
+    const names = redisLockKeys(ns, 'extend');
+    for (let index = 0; index < quorum; index++) await admins[index].set(names.lock, 'someone-else', 'PX', 20_000);
+    expect(await redlock.extend(lock, 10_000)).toBeNull();
+    expect(await redlock.extendMany([{ lock, ttl: 10_000 }])).toEqual([null]);
+
+    // Held again, then a majority goes down: we cannot tell, so it is a transport error (the core retries).
+    await Promise.all(admins.map((admin) => admin.set(names.lock, request.token, 'PX', 20_000)));
+    await kill(...Array.from({ length: quorum }, (_, index) => index));
+    await expect(redlock.extend(lock, 10_000)).rejects.toBeInstanceOf(LockQuorumError);
+    const [batched] = await redlock.extendMany([{ lock, ttl: 10_000 }]);
+    expect(batched).toBeInstanceOf(LockQuorumError);
+  });
+
+  it('fencing tokens keep increasing when the next majority is another set of instances', async () => {
+    const names = redisLockKeys(ns, 'fence');
+    const minority = count - quorum;
+    // Instance 0 runs an hour ahead (say, its clock once jumped). With the last instances down, the majority is
+    // exactly 0..quorum-1, so the grant takes instance 0's value and raises the others of that majority to it.
+    const ahead = BigInt(Date.now()) * 1_000n + 3_600_000_000n;
+    await admins[0].set(names.fence, ahead.toString());
+    await kill(...Array.from({ length: minority }, (_, index) => quorum + index));
+    const locks = service();
+    const first = await locks.acquire('fence', { ttl: 10_000, waitTimeout: 5_000 });
+    expect(first.fencingToken).toBeGreaterThan(ahead);
+    await first.release();
+
+    // Now the first instances go and the last come back empty: the new majority shares only raised counters
+    // with the old one. Without the raise, every counter it holds would be an hour behind the first token.
+    for (let index = 0; index < minority; index++) {
+      await servers[quorum + index].restart();
+      killed.delete(quorum + index);
+    }
+    await kill(...Array.from({ length: minority }, (_, index) => index));
+    const second = await locks.acquire('fence', { ttl: 10_000, waitTimeout: 10_000 });
+    expect(second.fencingToken).toBeGreaterThan(first.fencingToken);
+    await second.release();
+  });
+
+  it('read/write locks: readers share a quorum, writers exclude them', async () => {
+    const a = service();
+    const b = service();
+    const readers = await Promise.all([a, b].map((locks) => locks.acquire('rw', { mode: 'read', waitTimeout: 0 })));
+    expect(await a.tryAcquire('rw', { mode: 'write' })).toBeNull();
+    expect(await a.isLocked('rw')).toBe(true);
+    const writer = b.acquire('rw', { mode: 'write', waitTimeout: 10_000 });
+    await Promise.all(readers.map((reader) => reader.release()));
+    const held = await writer;
+    expect(held.fencingToken).toBeGreaterThan(readers[1].fencingToken);
+    expect(await a.tryAcquire('rw', { mode: 'read' })).toBeNull();
+    await held.release();
+  });
+
+  it('refuses semaphores with LockNotSupportedError: a majority per holder does not bound the holders', async () => {
+    const locks = service();
+    await expect(locks.acquire('pool', { permits: 2 })).rejects.toBeInstanceOf(LockNotSupportedError);
+  });
+
+  it('renews many held locks with one pipeline per instance', async () => {
+    const own = servers.map((server) => quietClient(server.url));
+    const redlock = new RedlockBackend({ clients: own });
+    opened.push(redlock);
+    const requests = Array.from({ length: 20 }, (_, index) => ({ namespace: ns, key: `many:${index}`, token: randomUUID(), ttl: 10_000 }));
+    const grants = await Promise.all(requests.map((request) => redlock.tryAcquire(request)));
+    const pipelines = own.map((client) => jest.spyOn(client, 'pipeline'));
+    const results = await redlock.extendMany(requests.map((request, index) => ({ lock: { ...request, fencingToken: grants[index]!.fencingToken }, ttl: 20_000 })));
+    expect(pipelines.map((spy) => spy.mock.calls.length)).toEqual(servers.map(() => 1));
+    expect(results.every((result) => typeof result === 'number')).toBe(true);
+  });
+
+  it('refuses a client listed twice, since a majority would then mean nothing', () => {
+    const client = quietClient(servers[0].url);
+    const other = quietClient(servers[1].url);
+    expect(() => new RedlockBackend({ clients: [client, client, other] })).toThrow(/listed twice/);
+    expect(() => new RedlockBackend({ clients: [] })).toThrow(/needs \{ clients/);
+  });
+});

@@ -1,0 +1,205 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Redis, { Cluster } from 'ioredis';
+import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
+import { RedisLockBackend, type RedisLockBackendTuning } from '../../lib/backends/redis/redis-lock.backend';
+import type { BackendFactory, BackendKind, BackendUnderTest, BackendWorld } from './backends';
+import { freeTestPort } from './free-port';
+import { pingRedis } from './redis-server';
+import { findBinary, ServerExitedError, SpawnedServer, spawnServer, stopServer, waitUntilReady } from './server-process';
+
+/**
+ * A throw-away Redis Cluster of masters on free loopback ports: `redis-server --cluster-enabled yes` per node,
+ * joined with `redis-cli --cluster create`, without persistence, in temp dirs. `stop()` removes everything.
+ */
+export interface TestRedisCluster {
+  readonly nodes: readonly { readonly host: '127.0.0.1'; readonly port: number }[];
+  /** `127.0.0.1:p1,127.0.0.1:p2,...`: what a forked worker needs to connect (see connectClusterBackend). */
+  readonly address: string;
+  /** A new ioredis Cluster client (the caller closes it). */
+  client(): Cluster;
+  /** A plain connection to one node (for CLUSTER commands and per-node checks). */
+  nodeClient(index: number): Redis;
+  stop(): Promise<void>;
+}
+
+const START_ATTEMPTS = 5;
+const CREATE_TIMEOUT_MS = 60_000;
+const READY_TIMEOUT_MS = 30_000;
+
+interface Node {
+  port: number;
+  server: SpawnedServer;
+  dir: string;
+}
+
+export async function startRedisCluster(masters = 3): Promise<TestRedisCluster> {
+  const binary = findBinary('redis-server');
+  const cli = findBinary('redis-cli');
+  const nodes: Node[] = [];
+  try {
+    for (let index = 0; index < masters; index++) nodes.push(await launchNode(binary));
+    await run(cli, ['--cluster', 'create', ...nodes.map((node) => `127.0.0.1:${node.port}`), '--cluster-replicas', '0', '--cluster-yes']);
+    await Promise.all(nodes.map((node) => waitForClusterOk(node)));
+  } catch (error) {
+    await stopNodes(nodes);
+    throw error;
+  }
+  const shown = nodes.map((node) => ({ host: '127.0.0.1' as const, port: node.port }));
+  return {
+    nodes: shown,
+    address: shown.map((node) => `${node.host}:${node.port}`).join(','),
+    client: () => clusterClient(shown.map((node) => `${node.host}:${node.port}`).join(',')),
+    nodeClient: (index) => new Redis({ host: '127.0.0.1', port: nodes[index].port, lazyConnect: false }),
+    stop: () => stopNodes(nodes),
+  };
+}
+
+/** A Cluster client for `host:port,host:port`; connection errors are left to the test (no console noise). */
+export function clusterClient(address: string): Cluster {
+  const startupNodes = address.split(',').map((node) => {
+    const [host, port] = node.split(':');
+    return { host, port: Number(port) };
+  });
+  const client = new Cluster(startupNodes);
+  client.on('error', () => undefined);
+  return client;
+}
+
+/** A RedisLockBackend over a new Cluster client: used by the cluster suites and by forked workers. */
+export function connectClusterBackend(address: string, tuning: RedisLockBackendTuning = {}): BackendUnderTest {
+  const client = clusterClient(address);
+  const backend = new RedisLockBackend({ client, ...tuning });
+  let closing: Promise<void> | undefined;
+  return {
+    backend,
+    close: () =>
+      (closing ??= (async () => {
+        try {
+          await backend.close();
+        } finally {
+          if (client.status === 'ready') await client.quit().catch(() => undefined);
+          client.disconnect();
+        }
+      })()),
+  };
+}
+
+/**
+ * The shared contract suites' view of a cluster (test/cluster/redis-cluster.contract.spec.ts). Forked workers reach
+ * it through connectBackend('redis-cluster', address), which test/support/backends.ts must map to
+ * connectClusterBackend. No `unreachable`: that case expects the backend's kind ('redis') to equal the factory's
+ * name; test/cluster/redis-cluster.spec.ts checks a dead cluster itself.
+ */
+export function redisClusterFactory(cluster: () => TestRedisCluster): BackendFactory {
+  const world = (): BackendWorld => {
+    const opened: BackendUnderTest[] = [];
+    return {
+      connect() {
+        const connection = connectClusterBackend(cluster().address);
+        opened.push(connection);
+        return connection;
+      },
+      async close() {
+        await Promise.allSettled(opened.splice(0).map((connection) => connection.close()));
+      },
+    };
+  };
+  return {
+    name: 'redis-cluster' as BackendKind,
+    crossProcess: true,
+    fair: false,
+    hasServer: true,
+    minTtl: 1_500,
+    address: () => cluster().address,
+    create: async () => connectClusterBackend(cluster().address),
+    world,
+    vanishings: [
+      {
+        name: 'DEL of the lock key with a raw Cluster client',
+        run: async (lock) => {
+          const client = cluster().client();
+          try {
+            await client.del(redisLockKeys(lock.namespace, lock.key).lock);
+          } finally {
+            await client.quit().catch(() => client.disconnect());
+          }
+        },
+      },
+    ],
+  };
+}
+
+async function launchNode(binary: string): Promise<Node> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freeTestPort();
+    // The cluster bus would default to port + 10000, which may be taken or above 65535: pick it too.
+    let busPort = await freeTestPort();
+    while (busPort === port) busPort = await freeTestPort();
+    const dir = mkdtempSync(join(tmpdir(), 'ndl-redis-cluster-'));
+    const server = spawnServer(binary, [
+      '--port', String(port),
+      '--cluster-enabled', 'yes',
+      '--cluster-config-file', join(dir, 'nodes.conf'),
+      '--cluster-port', String(busPort),
+      '--cluster-node-timeout', '5000',
+      '--bind', '127.0.0.1',
+      '--save', '',
+      '--appendonly', 'no',
+      '--dir', dir,
+      '--daemonize', 'no',
+      '--loglevel', 'warning',
+    ]);
+    server.ownTempDir(dir);
+    try {
+      await waitUntilReady(server, `redis-server (cluster node) on 127.0.0.1:${port}`, () => pingRedis(port));
+      return { port, server, dir };
+    } catch (error) {
+      await stopServer(server);
+      rmSync(dir, { recursive: true, force: true });
+      server.forget();
+      if (error instanceof ServerExitedError && error.portTaken && attempt < START_ATTEMPTS) continue;
+      throw error;
+    }
+  }
+}
+
+/** Every node must see the whole cluster: all 16384 slots served and state ok. */
+async function waitForClusterOk(node: Node): Promise<void> {
+  const client = new Redis({ host: '127.0.0.1', port: node.port, lazyConnect: false, maxRetriesPerRequest: 1 });
+  client.on('error', () => undefined);
+  try {
+    await waitUntilReady(
+      node.server,
+      `cluster state ok on 127.0.0.1:${node.port}`,
+      async () => {
+        const info = (await client.cluster('INFO')) as string;
+        return /cluster_state:ok/.test(info) && /cluster_slots_ok:16384/.test(info);
+      },
+      READY_TIMEOUT_MS,
+    );
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function stopNodes(nodes: Node[]): Promise<void> {
+  await Promise.all(
+    nodes.splice(0).map(async (node) => {
+      await stopServer(node.server);
+      rmSync(node.dir, { recursive: true, force: true });
+      node.server.forget();
+    }),
+  );
+}
+
+function run(binary: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(binary, args, { timeout: CREATE_TIMEOUT_MS }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`${binary} ${args.join(' ')} failed: ${error.message}\n${stdout}\n${stderr}`));
+      else resolve(stdout);
+    });
+  });
+}
