@@ -1,7 +1,7 @@
 import type { RedisOptions } from 'ioredis';
 import { LockBackendError } from '../../errors/lock-backend.error';
 import { LockError } from '../../errors/lock-error';
-import type { AcquireRequest, HeldLock, LockBackend, LockGrant } from '../lock-backend.interface';
+import type { AcquireRequest, BackendInspection, HeldLock, InspectedEntry, LockBackend, LockGrant } from '../lock-backend.interface';
 import { raceAbort, timeoutSignal } from '../shared/abort';
 import { loadOptionalPackage } from '../shared/optional-require';
 import { parseAcquireReply } from './acquire.lua';
@@ -24,6 +24,7 @@ import {
   type RedisConnection,
   type RedisLockClient,
 } from './redis-client';
+import { redisLockKeys, redisSemaphoreKeys } from './redis-keys';
 import { runBatch } from './script-batch';
 import { validityEnd } from './validity';
 import { Wakeup } from './wakeup';
@@ -144,8 +145,9 @@ export class RedisLockBackend implements LockBackend {
     this.address = describeClient(this.client);
   }
 
-  async tryAcquire(request: AcquireRequest): Promise<LockGrant | null> {
+  async tryAcquire(given: AcquireRequest): Promise<LockGrant | null> {
     this.assertOpen('tryAcquire');
+    const request = withStoredToken(given);
     const outcome = await this.attempt(request, 'tryAcquire', 'none');
     if ('granted' in outcome) return outcome.granted;
     if ('tooLateBy' in outcome) {
@@ -157,9 +159,10 @@ export class RedisLockBackend implements LockBackend {
     return null;
   }
 
-  async acquire(request: AcquireRequest, signal: AbortSignal): Promise<LockGrant> {
+  async acquire(given: AcquireRequest, signal: AbortSignal): Promise<LockGrant> {
     this.assertOpen('acquire');
     if (signal.aborted) throw signal.reason;
+    const request = withStoredToken(given);
     // Our own controller follows the caller's signal, and close() can abort it too.
     const controller = new AbortController();
     const follow = () => controller.abort(signal.reason);
@@ -177,7 +180,7 @@ export class RedisLockBackend implements LockBackend {
   async extend(lock: HeldLock, ttl: number): Promise<number | null> {
     this.assertOpen('extend');
     const startedAt = performance.now();
-    const reply = await this.call('extend', runCall(this.client, extendCall(lock, ttl)));
+    const reply = await this.call('extend', runCall(this.client, extendCall(withStoredToken(lock), ttl)));
     return reply === 1 ? validityEnd(startedAt, ttl) : null;
   }
 
@@ -185,7 +188,7 @@ export class RedisLockBackend implements LockBackend {
   async extendMany(items: readonly { lock: HeldLock; ttl: number }[]): Promise<(number | null | Error)[]> {
     this.assertOpen('extend');
     const startedAt = performance.now();
-    const results = await this.call('extend', runBatch(this.client, items.map(({ lock, ttl }) => extendCall(lock, ttl))));
+    const results = await this.call('extend', runBatch(this.client, items.map(({ lock, ttl }) => extendCall(withStoredToken(lock), ttl))));
     return results.map((result, index) => {
       if (!result.ok) return this.toBackendError('extend', result.error);
       return result.reply === 1 ? validityEnd(startedAt, items[index].ttl) : null;
@@ -194,7 +197,58 @@ export class RedisLockBackend implements LockBackend {
 
   async release(lock: HeldLock): Promise<boolean> {
     this.assertOpen('release');
-    return (await this.call('release', runCall(this.client, releaseCall(lock)))) === 1;
+    return (await this.call('release', runCall(this.client, releaseCall(withStoredToken(lock))))) === 1;
+  }
+
+  /**
+   * Who holds the name (writer, readers, semaphore permits) and, in FIFO mode, who waits in order. Holder ids
+   * come from the stored tokens (see withStoredToken); expiries from PTTL and the holders' ZSET scores.
+   */
+  async inspect(namespace: string, key: string): Promise<BackendInspection> {
+    this.assertOpen('inspect');
+    const lockKeys = redisLockKeys(namespace, key);
+    const semaphoreKeys = redisSemaphoreKeys(namespace, key);
+    const client = this.client as unknown as InspectCommands;
+    const [writer, writerTtl, readers, permits, fence, queue, semaphoreQueue, time] = await this.call(
+      'inspect',
+      Promise.all([
+        client.get(lockKeys.lock),
+        client.pttl(lockKeys.lock),
+        client.zrange(lockKeys.readers, 0, -1, 'WITHSCORES'),
+        client.zrange(semaphoreKeys.holders, 0, -1, 'WITHSCORES'),
+        client.get(lockKeys.fence),
+        client.lrange(lockKeys.queue, 0, -1),
+        client.lrange(semaphoreKeys.queue, 0, -1),
+        client.time(),
+      ]),
+    );
+    // ZSET scores are expiries on the server's clock; shift them onto ours.
+    const skew = Date.now() - (Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000));
+    const serverNow = Date.now() - skew;
+    const scored = (pairs: string[], mode: InspectedEntry['mode']) => {
+      const entries: InspectedEntry[] = [];
+      for (let i = 0; i < pairs.length; i += 2) {
+        const expiry = Number(pairs[i + 1]);
+        if (expiry <= serverNow) continue;
+        entries.push({ mode, ...holderOf(pairs[i]), expiresAt: expiry + skew });
+      }
+      return entries;
+    };
+    const holders: InspectedEntry[] = [];
+    if (writer !== null) {
+      holders.push({
+        mode: 'exclusive',
+        ...holderOf(writer),
+        // The counter's last value belongs to the writer unless readers or permits were granted since.
+        ...(fence !== null && readers.length === 0 && { fencingToken: BigInt(fence) }),
+        ...(writerTtl > 0 && { expiresAt: Date.now() + writerTtl }),
+      });
+    }
+    holders.push(...scored(readers, 'read'), ...scored(permits, 'exclusive'));
+    const waiting = (entries: string[]) =>
+      entries.map((entry): InspectedEntry => ({ mode: entry.startsWith('r') ? 'read' : 'exclusive', ...holderOf(entry.slice(1)) }));
+    // Plain waiters race for the key and are not recorded on the server: only FIFO mode can list them.
+    return this.fairness === 'fifo' ? { holders, waiters: [...waiting(queue), ...waiting(semaphoreQueue)] } : { holders };
   }
 
   /** Whether a writer or any live reader holds the key (semaphores are apart and not counted). */
@@ -404,4 +458,29 @@ export class RedisLockBackend implements LockBackend {
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** The commands inspect() reads with; ioredis' Redis and Cluster both have them. */
+interface InspectCommands {
+  get(key: string): Promise<string | null>;
+  pttl(key: string): Promise<number>;
+  zrange(key: string, start: number, stop: number, withScores: 'WITHSCORES'): Promise<string[]>;
+  lrange(key: string, start: number, stop: number): Promise<string[]>;
+  time(): Promise<[string, string]>;
+}
+
+/**
+ * What we store on the server as the owner token: `<token>|<permits or empty>|<holder id>`. Every script
+ * compares the whole string, so ownership is as strict as before, and inspect() can tell operators who holds
+ * a key without a second write. Whitespace is replaced because release messages list tokens separated by spaces.
+ */
+function withStoredToken<T extends { token: string; holder?: string; permits?: number }>(request: T): T {
+  if (request.holder === undefined || request.token.includes('|')) return request;
+  return { ...request, token: `${request.token}|${request.permits ?? ''}|${request.holder.replace(/\s/g, '_')}` };
+}
+
+function holderOf(stored: string): { holder?: string; permits?: number } {
+  const [, permits, ...holder] = stored.split('|');
+  if (holder.length === 0) return {};
+  return { holder: holder.join('|'), ...(permits && { permits: Number(permits) }) };
 }
