@@ -146,9 +146,26 @@ export class MemoryLockBackend implements LockBackend {
   }
 
   private expiryTimer(id: string, token: string, ttl: number): NodeJS.Timeout {
-    const timer = setTimeout(() => this.remove(id, token), ttl);
+    const validUntil = monotonicNow() + ttl;
+    const expire = (): NodeJS.Timeout => {
+      // Timers may fire a little early on the monotonic clock; never free a lock before its validity ends.
+      const left = validUntil - monotonicNow();
+      const timer = left > 0 ? setTimeout(() => this.rearm(id, token, expire), Math.ceil(left)) : undefined;
+      timer?.unref();
+      return timer!;
+    };
+    const timer = setTimeout(() => this.rearm(id, token, expire), ttl);
     timer.unref();
     return timer;
+  }
+
+  /** Frees the lock when its validity has ended, or sets the holder's timer again for the rest of it. */
+  private rearm(id: string, token: string, expire: () => NodeJS.Timeout | undefined): void {
+    const holder = this.keys.get(id)?.holders.get(token);
+    if (!holder) return;
+    const again = expire();
+    if (again) holder.timer = again;
+    else this.remove(id, token);
   }
 
   /** Drops a holder and admits waiters from the head of the queue while they fit (several readers at once). */

@@ -87,6 +87,11 @@ type Attempt =
 /** A waiter's acquire call in flight: its queue entry is only taken back after it settled. */
 interface InFlight {
   call?: Promise<unknown>;
+  /**
+   * The server already answered this acquire (the key was busy). A deadline that then passes while a later
+   * call is still in flight means "still busy, the server is just slow", not "unreachable".
+   */
+  answered?: boolean;
 }
 
 /**
@@ -284,7 +289,7 @@ export class RedisLockBackend implements LockBackend {
         if (this.wakes(message, request)) wakeup.notify();
       });
       try {
-        await this.subscribed(subscription, signal);
+        await this.subscribed(subscription, signal, inFlight);
         for (;;) {
           wakeup.reset();
           const outcome = await this.attempt(request, 'acquire', style, signal, inFlight);
@@ -329,7 +334,7 @@ export class RedisLockBackend implements LockBackend {
       reply = signal
         ? await raceAbort(call, signal, () => {
             abortedFirst = true;
-            return this.noAnswerError(operation, signal);
+            return inFlight?.answered ? signal.reason : this.noAnswerError(operation, signal);
           })
         : await call;
     } catch (error) {
@@ -338,6 +343,7 @@ export class RedisLockBackend implements LockBackend {
     }
     const parsed = parseAcquireReply(reply);
     if (!parsed) throw this.error(operation, `unexpected reply from the acquire script: ${JSON.stringify(reply)}`);
+    if (inFlight) inFlight.answered = true;
     if (!parsed.granted) return { busyFor: parsed.retryIn };
     const validUntil = validityEnd(startedAt, request.ttl);
     const now = performance.now();
@@ -349,12 +355,12 @@ export class RedisLockBackend implements LockBackend {
     return { granted: { fencingToken: parsed.fencingToken, validUntil } };
   }
 
-  private async subscribed(subscription: ChannelSubscription, signal: AbortSignal): Promise<void> {
+  private async subscribed(subscription: ChannelSubscription, signal: AbortSignal, inFlight: InFlight): Promise<void> {
     let abortedFirst = false;
     try {
       await raceAbort(subscription.ready, signal, () => {
         abortedFirst = true;
-        return this.noAnswerError('acquire', signal);
+        return inFlight.answered ? signal.reason : this.noAnswerError('acquire', signal);
       });
     } catch (error) {
       if (abortedFirst) throw error;
