@@ -47,14 +47,14 @@ export class LockHandle implements AsyncDisposable {
   readonly mode: LockMode;
   /** The semaphore's size when this handle holds a permit; undefined for locks. */
   readonly permits: number | undefined;
-  /** Aborted, with the LockLostError as reason, when the lock is lost. Never aborted by a normal release. */
-  readonly signal: AbortSignal;
+
   /** Emits after each renewal (and `at-risk` warnings); errors with LockLostError; completes on release. */
   readonly renewals$: Observable<LockRenewal>;
 
   private readonly backend: LockBackend;
   private readonly lock: HeldLock;
-  private readonly abortController = new AbortController();
+  /** Made on first use of `signal`: most handles are released without anyone reading it. */
+  private abortController: AbortController | undefined;
   private readonly renewalSubject = new Subject<LockRenewal>();
   private readonly watchdog: Watchdog;
   private readonly extender: ExtendBatcher;
@@ -69,6 +69,8 @@ export class LockHandle implements AsyncDisposable {
   private renewalCount = 0;
   private lostError: LockLostError | undefined;
   private renewalChain: Promise<unknown> = Promise.resolve();
+  /** Renewals queued or running; release waits for them only when there are any. */
+  private renewing = 0;
   private releasing: Promise<void> | undefined;
   private stopObserving: (() => void) | undefined;
 
@@ -87,7 +89,6 @@ export class LockHandle implements AsyncDisposable {
     this.onEnd = init.onEnd;
     this.maxHold = init.maxHold;
     this.acquiredAt = Date.now();
-    this.signal = this.abortController.signal;
     // Late subscribers still learn how the lock ended.
     this.renewals$ = new Observable<LockRenewal>((subscriber) => {
       if (this.lostError) return subscriber.error(this.lostError);
@@ -102,6 +103,15 @@ export class LockHandle implements AsyncDisposable {
     );
     this.watchdog.start();
     this.stopObserving = init.backend.observe?.(init.lock, (event) => this.onBackendEvent(event));
+  }
+
+  /** Aborted, with the LockLostError as reason, when the lock is lost. Never aborted by a normal release. */
+  get signal(): AbortSignal {
+    if (!this.abortController) {
+      this.abortController = new AbortController();
+      if (this.lostError) this.abortController.abort(this.lostError);
+    }
+    return this.abortController.signal;
   }
 
   /** Epoch ms until which the lock is certainly held, measured from just before the last successful request. */
@@ -162,7 +172,7 @@ export class LockHandle implements AsyncDisposable {
     const wasHeld = this.currentState === 'held';
     if (wasHeld) this.currentState = 'released';
     await this.watchdog.stop();
-    await this.renewalChain.catch(() => undefined);
+    if (this.renewing > 0) await this.renewalChain;
     try {
       const deletion = withDeadline(this.backend.release(this.lock), this.operationTimeout, () =>
         this.backendError('release', `no reply within ${this.operationTimeout} ms; the lock will expire after its ttl`),
@@ -184,7 +194,8 @@ export class LockHandle implements AsyncDisposable {
 
   /** Serialised: a manual extend and a watchdog tick never run at once. */
   private renew(ttl: number, onTransient?: (error: unknown) => void): Promise<RenewOutcome> {
-    const next = this.renewalChain.then(() => this.renewOnce(ttl, onTransient));
+    this.renewing += 1;
+    const next = this.renewalChain.then(() => this.renewOnce(ttl, onTransient)).finally(() => (this.renewing -= 1));
     this.renewalChain = next.catch(() => undefined);
     return next;
   }
@@ -246,7 +257,7 @@ export class LockHandle implements AsyncDisposable {
     void this.watchdog.stop();
     this.stopObserving?.();
     this.renewalSubject.error(this.lostError);
-    this.abortController.abort(this.lostError);
+    this.abortController?.abort(this.lostError);
     this.onEnd(this);
   }
 

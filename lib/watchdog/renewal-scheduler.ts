@@ -46,9 +46,12 @@ export class RenewalScheduler {
     if (dueAt < this.timerDueAt) this.arm(dueAt);
   }
 
+  /**
+   * Leaves the timer armed even when nothing is left: acquire/release cycles would otherwise set and clear a
+   * timer each time. A tick that finds nothing due simply does not re-arm.
+   */
   cancel(renewal: ScheduledRenewal): void {
     this.slots.delete(renewal);
-    if (this.slots.size === 0) this.disarm();
   }
 
   private arm(dueAt: number): void {

@@ -37,7 +37,7 @@ export class Watchdog implements ScheduledRenewal {
   async stop(): Promise<void> {
     this.stopped = true;
     this.scheduler.cancel(this);
-    await this.inFlight?.catch(() => undefined);
+    if (this.inFlight) await this.inFlight.catch(() => undefined);
   }
 
   /** Called by the scheduler when this lock's renewal is due. */

@@ -9,7 +9,6 @@ import {
   prefixRange,
   readKeysTxn,
   rebindTxn,
-  releaseTxn,
   SORT_ASCEND,
   SORT_BY_CREATE,
   stillOursTxn,
@@ -89,12 +88,6 @@ export class EtcdLockClient {
     return (await this.client.kv.txn(rebindTxn(key, createRevision, token, newLeaseId))).succeeded;
   }
 
-  /** Deletes our key if it still has our create revision. `absent` tells a vanished key from someone else's. */
-  async release(key: string, createRevision: string): Promise<{ deleted: boolean; absent: boolean }> {
-    const response = await this.client.kv.txn(releaseTxn(key, createRevision));
-    if (response.succeeded) return { deleted: true, absent: true };
-    return { deleted: false, absent: (response.responses[0]?.response_range?.kvs.length ?? 0) === 0 };
-  }
 
   /** Every key under `prefix`, oldest first, with its value, create revision and lease. */
   async listContenders(prefix: string): Promise<{ key: string; value: string; createRevision: string; leaseId: string }[]> {

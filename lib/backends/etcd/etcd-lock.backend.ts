@@ -128,13 +128,10 @@ export class EtcdLockBackend implements LockBackend {
     if (this.closing) throw this.closedError('release');
     const state = asEtcdLockState(lock.state);
     try {
-      const { deleted, absent } = await this.etcd.release(state.keyPath, state.createRevision);
-      // A key with our name but another revision is not ours to touch, and neither is its lease.
-      // A failed revoke only leaves an empty lease to expire on its own, so it does not fail the release.
-      if (absent) {
-        await this.etcd.revoke(state.leaseId, { deadline: Date.now() + CLEANUP_DEADLINE_MS }).catch(() => undefined);
-      }
-      return deleted;
+      // One write: revoking our lease deletes exactly the keys on it, which is our contender key and nothing
+      // else, so it can never delete a newer holder's key (etcd#22082). A delete txn first would cost a second
+      // write (and fsync) for the same result.
+      return await this.etcd.revoke(state.leaseId);
     } catch (error) {
       throw toEtcdBackendError(this.address, 'release', error);
     }

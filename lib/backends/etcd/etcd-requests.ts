@@ -92,16 +92,6 @@ export function rebindTxn(key: string, createRevision: string, token: string, ne
   };
 }
 
-/** Deletes our key by revision, never by name alone: a retried release must not delete a newer lock (etcd#22082). */
-export function releaseTxn(key: string, createRevision: string): ITxnRequest {
-  return {
-    compare: [createRevisionIs(key, createRevision)],
-    success: [{ request_delete_range: { key: bytes(key) } }],
-    // Tells "already gone" (revoke the lease too) from "someone else's key" (touch nothing).
-    failure: [{ request_range: { key: bytes(key), keys_only: true } }],
-  };
-}
-
 /** Counts contenders under the lock's prefix; there is an owner whenever there is any. */
 export function anyContenderRange(prefix: string): IRangeRequest {
   return { ...prefixRange(prefix), count_only: true };

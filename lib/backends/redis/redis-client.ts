@@ -84,11 +84,23 @@ const SUBSCRIBER_NAME = 'nest-distributed-lock:subscriber';
 export function duplicateForSubscriber(client: RedisLockClient): RedisConnection {
   const connection = client.isCluster
     ? client.duplicate([], {
-        redisOptions: { ...(client.options as { redisOptions?: object }).redisOptions, connectionName: SUBSCRIBER_NAME },
+        redisOptions: {
+          ...(client.options as { redisOptions?: object }).redisOptions,
+          connectionName: SUBSCRIBER_NAME,
+          enableReadyCheck: false,
+        },
         enableOfflineQueue: true,
         lazyConnect: false,
       })
-    : client.duplicate({ connectionName: SUBSCRIBER_NAME, enableOfflineQueue: true, autoResubscribe: true, lazyConnect: false });
+    : client.duplicate({
+        connectionName: SUBSCRIBER_NAME,
+        enableOfflineQueue: true,
+        autoResubscribe: true,
+        lazyConnect: false,
+        // The ready check sends INFO, which a connection already in subscriber mode rejects ("only subscriber
+        // commands may be used"): seen under load when a SUBSCRIBE went out first. Subscribing needs no check.
+        enableReadyCheck: false,
+      });
   // Its failures surface through SUBSCRIBE replies; without a listener ioredis would print each one.
   connection.on('error', () => undefined);
   return connection;

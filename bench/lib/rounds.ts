@@ -1,0 +1,47 @@
+import type { AdapterSpec } from '../peers/adapter';
+
+export interface Entrant<State> {
+  readonly spec: AdapterSpec;
+  state?: State;
+  /** Set when opening or a slice threw; the entrant then sits out the remaining rounds. */
+  error?: unknown;
+}
+
+export interface RoundPlan<State> {
+  readonly rounds: number;
+  open(spec: AdapterSpec): Promise<State>;
+  /** One timed slice for one library; accumulates into its state. */
+  slice(state: State): Promise<void>;
+  close(state: State): Promise<void>;
+}
+
+/**
+ * Runs every library's slice in turn, `rounds` times over, instead of each library in one block: other load
+ * on the machine that comes and goes then hits every library alike. Libraries stay open across rounds
+ * (each with its own clients) and are all closed at the end, even after a failure.
+ */
+export async function inRounds<State>(specs: readonly AdapterSpec[], plan: RoundPlan<State>): Promise<Entrant<State>[]> {
+  const entrants: Entrant<State>[] = specs.map((spec) => ({ spec }));
+  try {
+    for (const entrant of entrants) {
+      try {
+        entrant.state = await plan.open(entrant.spec);
+      } catch (error) {
+        entrant.error = error;
+      }
+    }
+    for (let round = 0; round < plan.rounds; round++) {
+      for (const entrant of entrants) {
+        if (entrant.error !== undefined || entrant.state === undefined) continue;
+        try {
+          await plan.slice(entrant.state);
+        } catch (error) {
+          entrant.error = error;
+        }
+      }
+    }
+  } finally {
+    await Promise.all(entrants.map((entrant) => (entrant.state === undefined ? undefined : plan.close(entrant.state).catch(() => undefined))));
+  }
+  return entrants;
+}

@@ -1,0 +1,80 @@
+import Redis from 'ioredis';
+import { startEtcd, TestEtcdServer } from '../../test/support/etcd-server';
+import { startRedis, TestRedisServer } from '../../test/support/redis-server';
+import type { BenchEnv, Store } from '../peers/adapter';
+
+/** Fresh redis-server and etcd on free loopback ports (never 6379/2379), with temp data dirs. */
+export class BenchServers {
+  private constructor(
+    readonly redis: TestRedisServer,
+    readonly etcd: TestEtcdServer,
+    /** For INFO only; the libraries under test use their own connections. */
+    private readonly monitor: Redis,
+  ) {}
+
+  static async start(): Promise<BenchServers> {
+    const redis = await startRedis();
+    let etcd: TestEtcdServer;
+    try {
+      etcd = await startEtcd();
+    } catch (error) {
+      await redis.stop();
+      throw error;
+    }
+    return new BenchServers(redis, etcd, new Redis(redis.url));
+  }
+
+  get env(): BenchEnv {
+    return { redisUrl: this.redis.url, etcdEndpoint: this.etcd.endpoint };
+  }
+
+  /** Calls per Redis command since start (`INFO commandstats`). Commands run inside Lua scripts count too. */
+  async redisCommandCounts(): Promise<Map<string, number>> {
+    const text = await this.monitor.info('commandstats');
+    const counts = new Map<string, number>();
+    for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) counts.set(match[1], Number(match[2]));
+    return counts;
+  }
+
+  /** gRPC messages etcd received per method since start (`/metrics`); each keepalive on a stream counts once. */
+  async etcdRequestCounts(): Promise<Map<string, number>> {
+    const response = await fetch(`${this.etcd.endpoint}/metrics`);
+    const text = await response.text();
+    const counts = new Map<string, number>();
+    for (const match of text.matchAll(/^grpc_server_msg_received_total\{grpc_method="([^"]+)"[^}]*\} (\S+)$/gm)) {
+      counts.set(match[1], (counts.get(match[1]) ?? 0) + Number(match[2]));
+    }
+    // Streams opened: our keepalives open one per renewal, etcd3's Lease keeps one open per lease.
+    for (const match of text.matchAll(/^grpc_server_started_total\{grpc_method="LeaseKeepAlive"[^}]*\} (\S+)$/gm)) {
+      counts.set('LeaseKeepAlive streams', Number(match[1]));
+    }
+    return counts;
+  }
+
+  /** The server-side call counts of `store`, for per-operation and per-second deltas. */
+  counts(store: Store): Promise<Map<string, number>> {
+    return store === 'redis' ? this.redisCommandCounts() : this.etcdRequestCounts();
+  }
+
+  async stop(): Promise<void> {
+    this.monitor.disconnect();
+    await Promise.allSettled([this.redis.stop(), this.etcd.stop()]);
+  }
+}
+
+/** Per-command difference of two count snapshots, ignoring our own INFO calls. */
+export function countDelta(before: Map<string, number>, after: Map<string, number>): Map<string, number> {
+  const delta = new Map<string, number>();
+  for (const [name, value] of after) {
+    if (name === 'info') continue;
+    const difference = value - (before.get(name) ?? 0);
+    if (difference > 0) delta.set(name, difference);
+  }
+  return delta;
+}
+
+export function total(counts: Map<string, number>, exclude: (name: string) => boolean = () => false): number {
+  let sum = 0;
+  for (const [name, value] of counts) if (!exclude(name)) sum += value;
+  return sum;
+}

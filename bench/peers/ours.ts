@@ -1,0 +1,104 @@
+import { randomUUID } from 'node:crypto';
+import { Etcd3 } from 'etcd3';
+import Redis from 'ioredis';
+import { EtcdLockBackend, LockHandle, LockService, RedisLockBackend } from '../../lib';
+import type { AdapterOptions, AdapterSpec, BenchEnv, LockAdapter } from './adapter';
+
+/** Long enough that no contender gives up inside a timed run; the bench bounds runs by time instead. */
+const WAIT_TIMEOUT_MS = 120_000;
+
+class OursAdapter implements LockAdapter<LockHandle> {
+  constructor(
+    readonly name: string,
+    private readonly locks: LockService,
+    private readonly closeClient: () => Promise<unknown> | void,
+  ) {}
+
+  acquire(key: string): Promise<LockHandle> {
+    return this.locks.acquire(key);
+  }
+
+  release(handle: LockHandle): Promise<void> {
+    return handle.release();
+  }
+
+  isLost(handle: LockHandle): boolean {
+    return handle.state === 'lost';
+  }
+
+  async close(): Promise<void> {
+    await this.locks.close();
+    await this.closeClient();
+  }
+}
+
+function service(backend: RedisLockBackend | EtcdLockBackend, options: AdapterOptions): LockService {
+  return new LockService(backend, { keyPrefix: 'bench', defaults: { ttl: options.ttl, waitTimeout: WAIT_TIMEOUT_MS } });
+}
+
+export const oursRedis: AdapterSpec = {
+  name: 'ours (LockService, Redis)',
+  store: 'redis',
+  role: 'ours',
+  waiting: 'library default: woken by the release script\'s PUBLISH on one shared subscriber connection, with a bounded re-check',
+  waits: true,
+  renews: true,
+  async create(env: BenchEnv, options: AdapterOptions) {
+    const client = new Redis(env.redisUrl);
+    return new OursAdapter(this.name, service(new RedisLockBackend({ client }), options), () => client.quit());
+  },
+};
+
+export const oursEtcd: AdapterSpec = {
+  name: 'ours (LockService, etcd)',
+  store: 'etcd',
+  role: 'ours',
+  waiting: 'revision-ordered queue, watches its predecessor only',
+  waits: true,
+  renews: true,
+  async create(env: BenchEnv, options: AdapterOptions) {
+    const client = new Etcd3({ hosts: env.etcdEndpoint });
+    return new OursAdapter(this.name, service(new EtcdLockBackend({ client }), options), () => client.close());
+  },
+};
+
+interface BackendHandle {
+  readonly namespace: string;
+  readonly key: string;
+  readonly token: string;
+  readonly ttl: number;
+  readonly fencingToken: bigint;
+}
+
+/**
+ * Our Redis backend called directly (tryAcquire + release), without LockService, LockHandle and watchdog.
+ * Only for the uncontended figure: the gap to the LockService row is the core's per-acquire cost.
+ */
+export const oursRedisBackendOnly: AdapterSpec = {
+  name: 'ours: RedisLockBackend only (no core)',
+  store: 'redis',
+  role: 'diagnostic',
+  waiting: 'does not wait (tryAcquire)',
+  waits: false,
+  renews: false,
+  async create(env: BenchEnv, options: AdapterOptions) {
+    const client = new Redis(env.redisUrl);
+    const backend = new RedisLockBackend({ client });
+    return {
+      name: this.name,
+      async acquire(key: string): Promise<BackendHandle> {
+        const request = { namespace: 'bench', key, token: randomUUID(), ttl: options.ttl };
+        const grant = await backend.tryAcquire(request);
+        if (!grant) throw new Error(`${key} is busy: the backend-only row is for uncontended runs`);
+        return { ...request, fencingToken: grant.fencingToken };
+      },
+      async release(handle: BackendHandle): Promise<void> {
+        await backend.release(handle);
+      },
+      async close(): Promise<void> {
+        await backend.close();
+        await client.quit();
+      },
+    } satisfies LockAdapter<BackendHandle>;
+  },
+};

@@ -1,0 +1,152 @@
+import { bestOf, Better, isAhead } from '../lib/compare';
+import { num, Section, Table, times } from '../lib/report';
+import type { Role, Store } from '../peers/adapter';
+import type { HotKeyRow } from './hot-key';
+import type { HttpRow } from './http';
+import type { ManyKeysRow } from './many-keys';
+import type { RenewingRow } from './renewing';
+import type { UncontendedRow } from './uncontended';
+
+/** Whatever the run produced; a scenario that was skipped or failed is simply absent. */
+export interface Results {
+  uncontended?: UncontendedRow[];
+  hotKey?: HotKeyRow[];
+  manyKeys?: ManyKeysRow[];
+  renewing?: RenewingRow[];
+  http?: HttpRow[];
+}
+
+interface Goal {
+  readonly goal: string;
+  readonly measured: string;
+  readonly met: boolean | undefined;
+}
+
+const HANDOFF_SETUP = '16 in 1 process';
+
+/** The issue's goals, each computed from this run's numbers; "not measured" when its scenario did not run. */
+export function goals(results: Results): Section {
+  const list: Goal[] = [uncontendedGoal(results), handoffGoal(results), pollingGoal(results), withLockGoal(results)];
+  const behind = figuresBehind(results);
+  const table: Table = {
+    title: 'Goals of issue 6',
+    notes: [],
+    headers: ['goal', 'measured', 'met'],
+    textColumns: 3,
+    rows: [
+      ...list.map((goal) => [goal.goal, goal.measured, goal.met === undefined ? 'not measured' : goal.met ? 'yes' : 'NO']),
+      [
+        'ahead of every peer on every figure (or explained)',
+        behind.length === 0 ? 'ahead everywhere' : `behind the best peer on ${behind.length} figure(s), listed below`,
+        behind.length === 0 ? 'yes' : 'NO',
+      ],
+    ],
+  };
+  return {
+    heading: 'Goals',
+    text: behind.length ? ['Figures where ours is behind the best peer:', '', ...behind.map((line) => `- ${line}`)] : [],
+    tables: [table],
+  };
+}
+
+function ours<T extends { role: Role; store: Store }>(rows: readonly T[] | undefined, store: Store): T | undefined {
+  return rows?.find((row) => row.role === 'ours' && row.store === store);
+}
+
+function uncontendedGoal({ uncontended }: Results): Goal {
+  const goal = 'uncontended Redis >= 0.8x of the raw round-trip limit (ops/s)';
+  const mine = ours(uncontended, 'redis');
+  const limit = uncontended?.find((row) => row.role === 'limit' && row.store === 'redis');
+  if (!mine || !limit) return { goal, measured: 'n/a', met: undefined };
+  const ratio = mine.opsPerSecond / limit.opsPerSecond;
+  return { goal, measured: `${times(mine.opsPerSecond, limit.opsPerSecond)} (${num(mine.opsPerSecond, 0)} vs ${num(limit.opsPerSecond, 0)} ops/s)`, met: ratio >= 0.8 };
+}
+
+function handoffGoal({ hotKey }: Results): Goal {
+  const goal = `Redis handoff p50 < 2 ms with 16 contenders (${HANDOFF_SETUP})`;
+  const mine = hotKey?.find((row) => row.role === 'ours' && row.store === 'redis' && row.setup === HANDOFF_SETUP);
+  if (!mine) return { goal, measured: 'n/a', met: undefined };
+  return { goal, measured: `${num(mine.handoff.median, 3)} ms`, met: mine.handoff.median < 2 };
+}
+
+function pollingGoal({ hotKey }: Results): Goal {
+  const goal = 'handoff p50 >= 10x faster than every polling peer (16 contenders)';
+  const rows = hotKey?.filter((row) => row.store === 'redis' && row.setup === HANDOFF_SETUP) ?? [];
+  const mine = rows.find((row) => row.role === 'ours');
+  const peers = rows.filter((row) => row.role === 'peer');
+  if (!mine || peers.length === 0) return { goal, measured: 'n/a', met: undefined };
+  const ratios = peers.map((peer) => ({ name: peer.name, ratio: peer.handoff.median / mine.handoff.median }));
+  const worst = ratios.reduce((a, b) => (a.ratio <= b.ratio ? a : b));
+  return {
+    goal,
+    measured: ratios.map((entry) => `${entry.name.split(' ')[0]} ${entry.ratio.toFixed(1)}x`).join(', '),
+    met: worst.ratio >= 10,
+  };
+}
+
+function withLockGoal({ http }: Results): Goal {
+  const goal = '@WithLock costs < 15% of requests/s on the memory backend';
+  const plain = http?.find((row) => row.backend === 'memory' && row.route === 'plain');
+  const locked = http?.find((row) => row.backend === 'memory' && row.route === 'locked');
+  if (!plain || !locked) return { goal, measured: 'n/a', met: undefined };
+  const cost = 1 - locked.requestsPerSecond / plain.requestsPerSecond;
+  return {
+    goal,
+    measured: `${num(cost * 100, 1)}% (${num(locked.requestsPerSecond, 0)} vs ${num(plain.requestsPerSecond, 0)} req/s)`,
+    met: cost < 0.15,
+  };
+}
+
+interface Figure<T> {
+  readonly label: string;
+  readonly value: (row: T) => number;
+  readonly better: Better;
+  readonly unit: string;
+}
+
+/** Every figure where our row is worse than the best peer's, per store (and per setup in scenario 2). */
+function figuresBehind(results: Results): string[] {
+  const lines: string[] = [];
+  const check = <T extends { role: Role; store: Store; name: string }>(scope: string, rows: readonly T[], figures: Figure<T>[]) => {
+    for (const store of ['redis', 'etcd'] as Store[]) {
+      const storeRows = rows.filter((row) => row.store === store);
+      const mine = storeRows.find((row) => row.role === 'ours');
+      if (!mine) continue;
+      for (const figure of figures) {
+        const best = bestOf(storeRows, 'peer', figure.value, figure.better);
+        const value = figure.value(mine);
+        if (!isAhead(value, best, figure.better)) {
+          const leader = storeRows.find((row) => row.role === 'peer' && figure.value(row) === best)?.name ?? 'a peer';
+          lines.push(`${scope}, ${store}, ${figure.label}: ours ${num(value, 2)} ${figure.unit} vs ${leader} ${num(best, 2)} ${figure.unit}`);
+        }
+      }
+    }
+  };
+  check('1 uncontended', results.uncontended ?? [], [
+    { label: 'ops/s', value: (row) => row.opsPerSecond, better: 'higher', unit: 'ops/s' },
+    { label: 'cycle p50', value: (row) => row.cycle.median, better: 'lower', unit: 'ms' },
+    { label: 'cycle p99', value: (row) => row.cycle.p99, better: 'lower', unit: 'ms' },
+  ]);
+  const setups = [...new Set((results.hotKey ?? []).map((row) => row.setup))];
+  for (const setup of setups) {
+    check(`2 hot key ${setup}`, (results.hotKey ?? []).filter((row) => row.setup === setup), [
+      { label: 'grants/s', value: (row) => row.grantsPerSecond, better: 'higher', unit: '/s' },
+      { label: 'handoff p50', value: (row) => row.handoff.median, better: 'lower', unit: 'ms' },
+      { label: 'handoff p99', value: (row) => row.handoff.p99, better: 'lower', unit: 'ms' },
+      { label: 'max wait', value: (row) => row.maxWait, better: 'lower', unit: 'ms' },
+      { label: 'inversions per grant', value: (row) => row.inversions / Math.max(1, row.grants), better: 'lower', unit: '' },
+    ]);
+  }
+  check('3 many keys', results.manyKeys ?? [], [
+    { label: 'ops/s', value: (row) => row.opsPerSecond, better: 'higher', unit: 'ops/s' },
+    { label: 'cycle p99', value: (row) => row.cycle.p99, better: 'lower', unit: 'ms' },
+  ]);
+  check('4 renewing', results.renewing ?? [], [
+    { label: 'heap/lock', value: (row) => row.heapPerLockBytes, better: 'lower', unit: 'B' },
+    { label: 'ELU', value: (row) => row.elu, better: 'lower', unit: '' },
+    { label: 'CPU', value: (row) => row.cpuMsPerSecond, better: 'lower', unit: 'ms/s' },
+    { label: 'server calls/s', value: (row) => row.callsPerSecond, better: 'lower', unit: '/s' },
+    { label: 'lost locks', value: (row) => row.lost, better: 'lower', unit: '' },
+  ]);
+  return lines;
+}

@@ -1,0 +1,146 @@
+import { bestOf } from '../lib/compare';
+import { Failure, failedRow, failureNotes, num, Section, Table, times } from '../lib/report';
+import { inRounds, RoundPlan } from '../lib/rounds';
+import { BenchServers, countDelta, total } from '../lib/servers';
+import { Samples, summarize, Summary } from '../lib/stats';
+import type { AdapterSpec, LockAdapter, Role, Store } from '../peers/adapter';
+
+export interface UncontendedSettings {
+  /** Measured time per library, split into `rounds` slices. */
+  readonly durationMs: number;
+  readonly rounds: number;
+  readonly warmupMs: number;
+}
+
+export interface UncontendedRow {
+  readonly name: string;
+  readonly store: Store;
+  readonly role: Role;
+  readonly cycle: Summary;
+  readonly acquire: Summary;
+  readonly release: Summary;
+  readonly opsPerSecond: number;
+  readonly serverCallsPerOp: number;
+}
+
+const TTL_MS = 10_000;
+
+/** Scenario 1: one worker, acquire then release the same free key in a sequential loop. */
+export async function uncontended(
+  servers: BenchServers,
+  specs: readonly AdapterSpec[],
+  settings: UncontendedSettings,
+): Promise<{ section: Section; rows: UncontendedRow[] }> {
+  const tables: Table[] = [];
+  const all: UncontendedRow[] = [];
+  for (const store of ['redis', 'etcd'] as Store[]) {
+    const storeSpecs = specs.filter((candidate) => candidate.store === store);
+    if (storeSpecs.length === 0) continue;
+    const entrants = await inRounds(storeSpecs, plan(servers, settings));
+    const rows = entrants.filter((entrant) => entrant.error === undefined && entrant.state).map((entrant) => toRow(entrant.state!));
+    const failures: Failure[] = entrants
+      .filter((entrant) => entrant.error !== undefined)
+      .map((entrant) => ({ name: entrant.spec.name, error: entrant.error }));
+    tables.push(table(store, rows, failures));
+    all.push(...rows);
+  }
+  const section: Section = {
+    heading: '1. Uncontended acquire + release (one worker, sequential loop)',
+    text: [
+      `Each library loops acquire -> release on one free key, ttl ${TTL_MS / 1000} s: a ${settings.warmupMs} ms warm-up, then ` +
+        `${settings.rounds} slices of ${num(settings.durationMs / settings.rounds / 1000, 2)} s taken in turn with the other libraries (${settings.durationMs / 1000} s each in all). ` +
+        'Latency is one full cycle (acquire + release); ops/s = cycles per second of slice. ' +
+        "Ratios: ops/s divided by the limit's and the best peer's ops/s (higher is better).",
+    ],
+    tables,
+  };
+  return { section, rows: all };
+}
+
+interface State {
+  readonly spec: AdapterSpec;
+  readonly adapter: LockAdapter;
+  readonly cycle: Samples;
+  readonly acquire: Samples;
+  readonly release: Samples;
+  elapsed: number;
+  serverCalls: number;
+}
+
+const KEY = 'uncontended';
+
+function plan(servers: BenchServers, settings: UncontendedSettings): RoundPlan<State> {
+  return {
+    rounds: settings.rounds,
+    async open(spec) {
+      const adapter = await spec.create(servers.env, { ttl: TTL_MS });
+      const state: State = { spec, adapter, cycle: new Samples(), acquire: new Samples(), release: new Samples(), elapsed: 0, serverCalls: 0 };
+      const warmEnd = performance.now() + settings.warmupMs;
+      while (performance.now() < warmEnd) await adapter.release(await adapter.acquire(KEY));
+      return state;
+    },
+    async slice(state) {
+      const before = await servers.counts(state.spec.store);
+      const start = performance.now();
+      const end = start + settings.durationMs / settings.rounds;
+      let now = start;
+      while (now < end) {
+        const handle = await state.adapter.acquire(KEY);
+        const acquired = performance.now();
+        await state.adapter.release(handle);
+        const released = performance.now();
+        state.acquire.push(acquired - now);
+        state.release.push(released - acquired);
+        state.cycle.push(released - now);
+        now = released;
+      }
+      state.elapsed += now - start;
+      state.serverCalls += total(countDelta(before, await servers.counts(state.spec.store)), (name) => name === 'LeaseKeepAlive streams');
+    },
+    close: (state) => state.adapter.close(),
+  };
+}
+
+function toRow(state: State): UncontendedRow {
+  return {
+    name: state.spec.name,
+    store: state.spec.store,
+    role: state.spec.role,
+    cycle: summarize(state.cycle.values()),
+    acquire: summarize(state.acquire.values()),
+    release: summarize(state.release.values()),
+    opsPerSecond: (state.cycle.length * 1000) / state.elapsed,
+    serverCallsPerOp: state.serverCalls / state.cycle.length,
+  };
+}
+
+function table(store: Store, rows: UncontendedRow[], failures: Failure[]): Table {
+  const limit = bestOf(rows, 'limit', (row) => row.opsPerSecond, 'higher');
+  const peer = bestOf(rows, 'peer', (row) => row.opsPerSecond, 'higher');
+  const calls = store === 'redis' ? 'server cmds/op' : 'server reqs/op';
+  const headers = ['library', 'cycle p50 ms', 'cycle p99 ms', 'acquire p50 ms', 'release p50 ms', 'ops/s', 'vs limit', 'vs best peer', calls];
+  return {
+    title: store === 'redis' ? 'Redis' : 'etcd',
+    notes: [
+      store === 'redis'
+        ? 'server cmds/op counts every command Redis executed (INFO commandstats), including those run inside Lua scripts.'
+        : 'server reqs/op counts gRPC messages etcd received (/metrics grpc_server_msg_received_total).',
+      ...failureNotes(failures),
+    ],
+    headers,
+    rows: [
+      ...rows.map((row) => [
+        row.name,
+        num(row.cycle.median, 3),
+        num(row.cycle.p99, 3),
+        num(row.acquire.median, 3),
+        num(row.release.median, 3),
+        num(row.opsPerSecond, 0),
+        times(row.opsPerSecond, limit),
+        times(row.opsPerSecond, peer),
+        num(row.serverCallsPerOp, 1),
+      ]),
+      ...failures.map((failure) => failedRow(failure, headers.length)),
+    ],
+  };
+}
