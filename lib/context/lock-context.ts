@@ -11,6 +11,8 @@ export interface LockScope {
   readonly held: Map<string, LockHandle>;
   /** Carried into lock events and logs. */
   readonly requestId?: string;
+  /** The locks of the innermost `@WithLock` handler or method of this scope, by key, for `@CurrentLock()`. */
+  handlerLocks?: ReadonlyMap<string, LockHandle>;
 }
 
 export const lockScopeStorage = new AsyncLocalStorage<LockScope>();

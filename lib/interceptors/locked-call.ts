@@ -1,9 +1,8 @@
 import { MonoTypeOperatorFunction, Observable, Subscription } from 'rxjs';
 import { raceAbort } from '../backends/shared/abort';
-import { runInLockScope } from '../context/lock-context';
+import { currentLockScope, runInLockScope } from '../context/lock-context';
 import type { LockOptions } from '../lock-options';
 import type { LockService } from '../lock.service';
-import { handlerLocksStorage } from './handler-locks.storage';
 import { LockSet } from './lock-set';
 
 /**
@@ -24,17 +23,20 @@ export function lockedObservable<T>(
     let inner: Subscription | undefined;
     // A subscriber that leaves while still queued (client disconnect) cancels the wait.
     const cancelWait = new AbortController();
-    runInLockScope(async () => LockSet.acquire(service, resolveKeys(), { ...options, signal: cancelWait.signal }), scope).then(
-      (acquired) => {
-        locks = acquired;
-        if (subscriber.closed) {
-          // Unsubscribed while waiting for the lock: nobody will run the work.
-          void acquired.release();
-          return;
-        }
-        runInLockScope(() =>
-          handlerLocksStorage.run(acquired.handles, () => {
-            acquired.register();
+    // One lock scope for the acquisition and the work: promise continuations run in the scope they were
+    // created in, so the work sees the locks registered below (one AsyncLocalStorage run per call).
+    runInLockScope(() => {
+      Promise.resolve()
+        .then(() => LockSet.acquire(service, resolveKeys(), { ...options, signal: cancelWait.signal }))
+        .then(
+          (acquired) => {
+            locks = acquired;
+            if (subscriber.closed) {
+              // Unsubscribed while waiting for the lock: nobody will run the work.
+              void acquired.release();
+              return;
+            }
+            enterHandlerScope(acquired);
             let source: Observable<T>;
             try {
               source = work(acquired);
@@ -47,12 +49,10 @@ export function lockedObservable<T>(
               error: (error: unknown) => void acquired.release().then(() => subscriber.error(error)),
               complete: () => void acquired.release().then(() => subscriber.complete()),
             });
-          }),
-          scope,
+          },
+          (error: unknown) => subscriber.error(error),
         );
-      },
-      (error: unknown) => subscriber.error(error),
-    );
+    }, scope);
     return () => {
       cancelWait.abort(new Error('the caller unsubscribed while waiting for the lock'));
       inner?.unsubscribe();
@@ -65,26 +65,30 @@ export function lockedObservable<T>(
  * Promise form for provider methods: acquires, runs `work` in the lock scope, releases when it settles,
  * and returns or rethrows exactly what it did. Rejects with the LockLostError as soon as a lock is lost.
  */
-export async function lockedPromise<T>(
+export function lockedPromise<T>(
   service: LockService,
   keys: readonly string[],
   options: LockOptions,
   work: () => T | PromiseLike<T>,
 ): Promise<T> {
-  const locks = await LockSet.acquire(service, keys, options);
-  return runInLockScope(() =>
-    handlerLocksStorage.run(locks.handles, async () => {
-      try {
-        locks.register();
-        const lost = locks.signal();
-        // A lock can be lost before the work starts (a slow grant); then the work does not run at all.
-        lost.throwIfAborted();
-        return await raceAbort(Promise.resolve(work()), lost, () => lost.reason);
-      } finally {
-        await locks.release();
-      }
-    }),
-  );
+  return runInLockScope(async () => {
+    const locks = await LockSet.acquire(service, keys, options);
+    try {
+      enterHandlerScope(locks);
+      const lost = locks.signal();
+      // A lock can be lost before the work starts (a slow grant); then the work does not run at all.
+      lost.throwIfAborted();
+      return await raceAbort(Promise.resolve(work()), lost, () => lost.reason);
+    } finally {
+      await locks.release();
+    }
+  });
+}
+
+/** Makes the locks visible to nested acquisitions, `LockService.current()` and `@CurrentLock()`. */
+function enterHandlerScope(locks: LockSet): void {
+  locks.register();
+  currentLockScope()!.handlerLocks = locks.handles;
 }
 
 /** Mirrors the source, but errors with the signal's reason (the LockLostError) as soon as it aborts. */
