@@ -102,6 +102,11 @@ export class LockService {
   private async acquirePrepared(request: AcquireRequest, resolved: ResolvedLockOptions): Promise<LockHandle> {
     const started = monotonicNow();
     try {
+      if (this.backend.tryBeforeWait && resolved.waitTimeout > 0) {
+        // The uncontended fast path: one round trip, no wait machinery.
+        const handle = await this.tryAcquirePrepared(request, resolved, started);
+        if (handle) return handle;
+      }
       if (resolved.waitTimeout === 0) {
         const handle = await this.tryAcquirePrepared(request, resolved, started);
         if (!handle) throw new LockTimeoutError(request.key, 0);

@@ -21,6 +21,13 @@ export interface LockBackend {
    * LockNotSupportedError before any server call, rather than falling back to something weaker.
    */
   readonly supports?: BackendSupport;
+  /**
+   * True when `tryAcquire` costs no more than the first step of `acquire` and leaves nothing behind when the
+   * key is busy (Redis). The core then tries it first, and sets up deadlines and waiting only when the key is
+   * busy. Leave it unset where a failed try costs writes (etcd and ZooKeeper join a queue) or where arrival
+   * order must be kept exactly (memory: the try and the queueing are not one step).
+   */
+  readonly tryBeforeWait?: boolean;
 
   /** One attempt, never waits for the key to become free. */
   tryAcquire(request: AcquireRequest): Promise<LockGrant | null>;

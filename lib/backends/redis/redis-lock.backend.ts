@@ -101,6 +101,8 @@ interface InFlight {
  */
 export class RedisLockBackend implements LockBackend {
   readonly kind = 'redis';
+  /** A busy try leaves nothing on the server (no queue entry, no intent): see LockBackend.tryBeforeWait. */
+  readonly tryBeforeWait = true;
   readonly address: string;
   readonly supports = { readWrite: true, semaphore: true } as const;
   readonly fairness: RedisFairness;
