@@ -1,7 +1,10 @@
 import fc from 'fast-check';
 import { localAddressData } from '../../lib/backends/zookeeper/local-address';
 import {
+  ALL_MARKERS,
+  contenderPrefix,
   encodePathSegment,
+  excludesReaders,
   lockPath,
   MUTEX_MARKER,
   READ_MARKER,
@@ -58,6 +61,17 @@ describe('ZooKeeper node layout (pure)', () => {
     // Read/write markers (InterProcessReadWriteLock) share the parent's one sequence counter.
     const rw = [`_c_${token}-${WRITE_MARKER}0000000009`, `_c_${token}-${READ_MARKER}0000000004`];
     expect(sortContenders(rw, [READ_MARKER, WRITE_MARKER])).toEqual([rw[1], rw[0]]);
+  });
+
+  it('names each mode after its Curator recipe, orders mixed modes by sequence, and counts exclusive nodes as writers', () => {
+    const token = '0f8fad5b-d9cb-469f-a165-70867728950e';
+    expect(contenderPrefix(token)).toBe(`_c_${token}-lock-`);
+    expect(contenderPrefix(token, 'read')).toBe(`_c_${token}-__READ__`);
+    expect(contenderPrefix(token, 'write')).toBe(`_c_${token}-__WRIT__`);
+    const mixed = [`${contenderPrefix(token, 'read')}0000000008`, `${contenderPrefix(token)}0000000005`, `${contenderPrefix(token, 'write')}0000000006`];
+    expect(sortContenders(mixed, ALL_MARKERS)).toEqual([mixed[1], mixed[2], mixed[0]]);
+    expect(mixed.map(excludesReaders)).toEqual([false, true, true]);
+    expect(excludesReaders('not-a-contender')).toBe(false);
   });
 
   it('refuses owner tokens that are not lowercase UUIDs, which Curator would not recognise as protected names', async () => {

@@ -3,7 +3,7 @@ import { Client, createClient, Stat } from 'node-zookeeper-client';
 import type { AcquireRequest, HeldLock, LockGrant } from '../../lib/backends/lock-backend.interface';
 import type { ZooKeeperLockState } from '../../lib/backends/zookeeper/zookeeper-lock-state';
 import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper-lock.backend';
-import { lockPath, sortContenders } from '../../lib/backends/zookeeper/zookeeper-node-layout';
+import { ALL_MARKERS, lockPath, sortContenders } from '../../lib/backends/zookeeper/zookeeper-node-layout';
 
 export const NAMESPACE = 'locks';
 
@@ -42,7 +42,7 @@ export class AdminClient {
 
   /** The contenders of a lock, in Curator's order: the owner first. */
   async contenders(key: string, namespace = NAMESPACE): Promise<string[]> {
-    return sortContenders(await this.children(lockPath(namespace, key)));
+    return sortContenders(await this.children(lockPath(namespace, key)), ALL_MARKERS);
   }
 
   stat(path: string): Promise<Stat | null> {

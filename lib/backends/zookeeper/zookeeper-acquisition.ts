@@ -6,7 +6,7 @@ import { delay, raceAbort } from '../shared/abort';
 import type { OwnNodeWatches } from './own-node-watches';
 import { isConnectionLoss, isSessionExpired, isZkError, toZooKeeperBackendError, ZK_ERROR } from './zookeeper-errors';
 import { ZooKeeperLockState, validUntil, zxidOf } from './zookeeper-lock-state';
-import { findOwnNode, lockPath, mutexContenderPrefix, namespacePath, sortContenders } from './zookeeper-node-layout';
+import { ALL_MARKERS, contenderPrefix, excludesReaders, findOwnNode, lockPath, namespacePath, sortContenders } from './zookeeper-node-layout';
 import { CREATE_MODE, hex, ZooKeeperSession } from './zookeeper-session';
 
 /** Upper bound of the pause before a retry when the server keeps failing, so nothing spins. */
@@ -38,6 +38,7 @@ interface Contender {
 }
 
 type Position =
+  /** Our turn: first in line, or a reader with no writer ahead of it. */
   | { readonly kind: 'first'; readonly confirmedAt: number }
   | { readonly kind: 'behind'; readonly predecessor: string }
   /** Our node is gone: its session expired, or someone deleted it. */
@@ -51,7 +52,8 @@ class Wakeup {
 }
 
 /**
- * One acquire or tryAcquire, the way Curator's InterProcessMutex does it: create an ephemeral sequential
+ * One acquire or tryAcquire, the way Curator's InterProcessMutex (and, for 'read'/'write', its
+ * InterProcessReadWriteLock) does it: create an ephemeral sequential
  * node under the lock path, list the children, and own the lock when ours sorts first. Otherwise watch only
  * the node just before ours, so a release wakes exactly one waiter; when the watch fires, list again, since
  * the predecessor may have left the queue without ever owning the lock.
@@ -82,7 +84,7 @@ export class ZooKeeperAcquisition {
     userSignal?: AbortSignal,
   ) {
     this.parent = lockPath(request.namespace, request.key);
-    this.prefix = mutexContenderPrefix(request.token);
+    this.prefix = contenderPrefix(request.token, request.mode);
     const forward = () => this.controller.abort(userSignal!.reason);
     if (userSignal?.aborted) forward();
     else userSignal?.addEventListener('abort', forward, { once: true });
@@ -246,14 +248,22 @@ export class ZooKeeperAcquisition {
     }
   }
 
-  /** Lists the children and finds our place in Curator's order. */
+  /**
+   * Lists the children and finds our place in Curator's order. A writer (or exclusive) needs to be first and
+   * watches the node just before it; a reader needs no writer before it and watches the nearest one, so a
+   * run of readers is admitted together and a writer's release wakes only the readers right behind it.
+   */
   private async locate(contender: Contender): Promise<Position> {
     const confirmedAt = monotonicNow();
     const children = await this.server(this.ctx.session.getChildren(this.parent));
     if (children === null) return { kind: 'gone' };
-    const sorted = sortContenders(children);
+    const sorted = sortContenders(children, ALL_MARKERS);
     const index = sorted.indexOf(contender.name);
     if (index < 0) return { kind: 'gone' };
+    if (this.request.mode === 'read') {
+      const writer = sorted.slice(0, index).findLast(excludesReaders);
+      return writer === undefined ? { kind: 'first', confirmedAt } : { kind: 'behind', predecessor: writer };
+    }
     if (index === 0) return { kind: 'first', confirmedAt };
     return { kind: 'behind', predecessor: sorted[index - 1] };
   }

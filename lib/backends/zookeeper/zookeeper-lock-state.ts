@@ -1,6 +1,6 @@
 /** What a ZooKeeper grant carries in `LockGrant.state`; the core hands it back to extend/release. */
 export interface ZooKeeperLockState {
-  /** Our contender node: `/<ns>/<key>/_c_<token>-lock-<sequence>`. */
+  /** Our contender node: `/<ns>/<key>/_c_<token>-<lock-|__READ__|__WRIT__><sequence>`. */
   readonly nodePath: string;
   /** The session that owns the node (16 hex digits): the node lives exactly as long as that session. */
   readonly sessionId: string;

@@ -37,8 +37,10 @@ const CLOSE_GRACE_MS = 3_000;
 /**
  * Locks on ZooKeeper with the node layout of Apache Curator's InterProcessMutex (see zookeeper-node-layout),
  * so a Java service locking `/locks/file:42` with Curator and `LockService({ keyPrefix: 'locks' })
- * .acquire('file:42')` exclude each other. Waiters queue FIFO by sequence number and each watches only its
- * predecessor. The fencing token is the node's creation zxid, which ZooKeeper orders globally.
+ * .acquire('file:42')` exclude each other; 'read' and 'write' locks use InterProcessReadWriteLock's layout
+ * instead (one recipe per path when Java shares it, see zookeeper-node-layout). Waiters queue FIFO by
+ * sequence number and each watches only the one node it waits for. The fencing token is the node's creation
+ * zxid, which ZooKeeper orders globally.
  *
  * Liveness comes from the session, not from a ttl: a lock node lives exactly as long as the session that
  * created it. The client keeps the session alive by itself while connected; a crashed or partitioned holder
@@ -50,6 +52,8 @@ const CLOSE_GRACE_MS = 3_000;
 export class ZooKeeperLockBackend implements LockBackend {
   readonly kind = 'zookeeper';
   readonly address: string;
+  /** Read/write locks: Curator's InterProcessReadWriteLock layout. No semaphores (a different recipe). */
+  readonly supports = { readWrite: true } as const;
 
   private readonly session: ZooKeeperSession;
   private readonly ownNodes: OwnNodeWatches;

@@ -12,8 +12,14 @@
  *
  * Read/write locks (InterProcessReadWriteLock) live under the same kind of path with the markers `__READ__`
  * and `__WRIT__` instead of `lock-`; all markers share the parent's one sequence counter, so sorting by
- * the text after the marker orders every kind of contender together. A Curator path is used either as a
- * mutex or as a read/write lock, never both: Curator's mutex does not recognise the read/write markers.
+ * the text after the marker orders every kind of contender together.
+ *
+ * Modes: 'exclusive' creates `lock-` nodes (InterProcessMutex), 'read' `__READ__` and 'write' `__WRIT__`
+ * nodes (InterProcessReadWriteLock). We sort by all three markers and count a `lock-` node as a writer, so
+ * among our own services 'exclusive' and 'write' are one lock and both keep readers out. Curator cannot do
+ * that: its mutex sorts read/write nodes after its own (their names lack `lock-`), and its read/write lock
+ * does the same to mutex nodes. So on a path Java also uses, pick one recipe: 'exclusive' next to Curator's
+ * InterProcessMutex, 'read'/'write' next to its InterProcessReadWriteLock; mixing them there is unsafe.
  */
 
 /** InterProcessMutex's lock name. */
@@ -21,6 +27,11 @@ export const MUTEX_MARKER = 'lock-';
 /** InterProcessReadWriteLock's lock names (same length on purpose, as in Curator). */
 export const READ_MARKER = '__READ__';
 export const WRITE_MARKER = '__WRIT__';
+
+/** Every marker we create or recognise; sorting by all of them orders mixed modes by sequence alone. */
+export const ALL_MARKERS: readonly string[] = [MUTEX_MARKER, READ_MARKER, WRITE_MARKER];
+
+export type ContenderMode = 'exclusive' | 'read' | 'write';
 
 /** Curator's protected-mode prefix: `_c_` + the 36-character UUID + `-`. */
 const PROTECTED_PREFIX = '_c_';
@@ -63,9 +74,18 @@ export function protectedPrefix(token: string): string {
   return `${PROTECTED_PREFIX}${token}-`;
 }
 
-/** The name we ask ZooKeeper to create; it appends a 10-digit sequence number. */
-export function mutexContenderPrefix(token: string): string {
-  return `${protectedPrefix(token)}${MUTEX_MARKER}`;
+/** The name we ask ZooKeeper to create (it appends a 10-digit sequence): the recipe's lock name for `mode`. */
+export function contenderPrefix(token: string, mode: ContenderMode = 'exclusive'): string {
+  const marker = mode === 'read' ? READ_MARKER : mode === 'write' ? WRITE_MARKER : MUTEX_MARKER;
+  return `${protectedPrefix(token)}${marker}`;
+}
+
+/**
+ * Whether a contender keeps readers out: a write node (Curator's reader checks for the write marker the same
+ * way) or one of our exclusive `lock-` nodes. Read nodes and foreign names do not.
+ */
+export function excludesReaders(name: string): boolean {
+  return name.includes(WRITE_MARKER) || name.includes(MUTEX_MARKER);
 }
 
 /**
