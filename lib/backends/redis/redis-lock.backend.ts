@@ -3,6 +3,7 @@ import { LockBackendError } from '../../errors/lock-backend.error';
 import { LockError } from '../../errors/lock-error';
 import type { AcquireRequest, BackendInspection, HeldLock, InspectedEntry, LockBackend, LockGrant } from '../lock-backend.interface';
 import { raceAbort, timeoutSignal } from '../shared/abort';
+import { ClosableWaits } from '../shared/closable-waits';
 import { loadOptionalPackage } from '../shared/optional-require';
 import { parseAcquireReply } from './acquire.lua';
 import { ChannelSubscriber, type ChannelSubscription } from './channel-subscriber';
@@ -114,7 +115,7 @@ export class RedisLockBackend implements LockBackend {
   private readonly waiterTtl: number;
   private subscriber?: ChannelSubscriber;
   /** Each waiting acquire: its abort controller (aborted by close()) and its outcome. */
-  private readonly waiters = new Map<AbortController, Promise<unknown>>();
+  private readonly waits = new ClosableWaits();
   /** Releases of grants that arrived after their acquire was aborted. */
   private readonly cleanups = new Set<Promise<unknown>>();
   private lastConnectionError?: Error;
@@ -170,18 +171,8 @@ export class RedisLockBackend implements LockBackend {
     this.assertOpen('acquire');
     if (signal.aborted) throw signal.reason;
     const request = withStoredToken(given);
-    // Our own controller follows the caller's signal, and close() can abort it too.
-    const controller = new AbortController();
-    const follow = () => controller.abort(signal.reason);
-    signal.addEventListener('abort', follow, { once: true });
-    const outcome = this.acquireOrWait(request, controller.signal);
-    this.waiters.set(controller, outcome);
-    try {
-      return await outcome;
-    } finally {
-      signal.removeEventListener('abort', follow);
-      this.waiters.delete(controller);
-    }
+    // close() can abort the wait too.
+    return this.waits.run(signal, (own) => this.acquireOrWait(request, own));
   }
 
   async extend(lock: HeldLock, ttl: number): Promise<number | null> {
@@ -414,9 +405,8 @@ export class RedisLockBackend implements LockBackend {
 
   private async shutdown(): Promise<void> {
     const reason = this.error('acquire', 'the backend was closed while this acquire was waiting');
-    for (const controller of this.waiters.keys()) controller.abort(reason);
     // Every wait step races the aborted signal, so these settle promptly.
-    await Promise.allSettled(this.waiters.values());
+    await this.waits.abortAll(reason);
     // Only a connected client can still deliver those releases; otherwise the locks expire after their ttl.
     if (this.cleanups.size > 0 && (this.client.status ?? 'ready') === 'ready') {
       const deadline = timeoutSignal(CLEANUP_TIMEOUT_MS, () => undefined);

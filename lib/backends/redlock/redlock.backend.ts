@@ -1,6 +1,7 @@
 import { LockBackendError } from '../../errors/lock-backend.error';
 import type { AcquireRequest, HeldLock, LockBackend, LockGrant } from '../lock-backend.interface';
 import { delay, raceAbort, timeoutSignal } from '../shared/abort';
+import { ClosableWaits } from '../shared/closable-waits';
 import { parseAcquireReply, type AcquireReply } from '../redis/acquire.lua';
 import type { ChannelSubscription } from '../redis/channel-subscriber';
 import {
@@ -85,7 +86,7 @@ export class RedlockBackend implements LockBackend {
   private readonly recheckInterval: number;
   private readonly retryJitter: number;
   private readonly waiterTtl: number;
-  private readonly waiters = new Map<AbortController, Promise<unknown>>();
+  private readonly waits = new ClosableWaits();
   private readonly cleanups = new Set<Promise<unknown>>();
   private closing?: Promise<void>;
 
@@ -130,18 +131,8 @@ export class RedlockBackend implements LockBackend {
   async acquire(request: AcquireRequest, signal: AbortSignal): Promise<LockGrant> {
     this.assertOpen('acquire');
     if (signal.aborted) throw signal.reason;
-    // Our own controller follows the caller's signal, and close() can abort it too.
-    const controller = new AbortController();
-    const follow = () => controller.abort(signal.reason);
-    signal.addEventListener('abort', follow, { once: true });
-    const outcome = this.acquireOrWait(request, controller.signal);
-    this.waiters.set(controller, outcome);
-    try {
-      return await outcome;
-    } finally {
-      signal.removeEventListener('abort', follow);
-      this.waiters.delete(controller);
-    }
+    // close() can abort the wait too.
+    return this.waits.run(signal, (own) => this.acquireOrWait(request, own));
   }
 
   /** Extends on every instance; the new validity needs a majority. `null` once a majority can no longer be ours. */
@@ -387,8 +378,7 @@ export class RedlockBackend implements LockBackend {
 
   private async shutdown(): Promise<void> {
     const reason = this.error('acquire', 'the backend was closed while this acquire was waiting');
-    for (const controller of this.waiters.keys()) controller.abort(reason);
-    await Promise.allSettled(this.waiters.values());
+    await this.waits.abortAll(reason);
     if (this.cleanups.size > 0) {
       await delayOrSettle(Promise.allSettled(this.cleanups), CLEANUP_TIMEOUT_MS);
     }
