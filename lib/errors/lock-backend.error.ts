@@ -16,7 +16,20 @@ export class LockBackendError extends LockError {
     super(
       `${backend} backend at ${address} failed during ${operation}: ${detail}. ` +
         `Check that the server is running and reachable from this process.`,
-      options,
+      options && 'cause' in options ? { cause: withoutCommandArguments(options.cause) } : options,
     );
   }
+}
+
+/**
+ * Driver errors can carry the command that failed, arguments included: ioredis' ReplyError for a failed AUTH
+ * holds the password in `command.args`, and util.inspect (console.error, most loggers) prints causes in full.
+ * Keep the message, name and stack; drop the arguments.
+ */
+function withoutCommandArguments(cause: unknown): unknown {
+  if (!(cause instanceof Error) || !('command' in cause)) return cause;
+  const copy = new Error(cause.message);
+  copy.name = cause.name;
+  if (cause.stack) copy.stack = cause.stack;
+  return copy;
 }

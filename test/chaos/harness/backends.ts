@@ -1,0 +1,50 @@
+import { Etcd3 } from 'etcd3';
+import { EtcdLockBackend } from '../../../lib/backends/etcd/etcd-lock.backend';
+import { BackendUnderTest, connectBackend } from '../../support/backends';
+
+/**
+ * The backends a chaos scenario can point at. memory, redis, etcd and redlock go through the shared test
+ * connector; zookeeper is a hook that loads the helper its own test folder exports (servers: targets.ts).
+ */
+export type ChaosBackendKind = 'memory' | 'redis' | 'etcd' | 'redlock' | 'zookeeper';
+
+/**
+ * Connects from a worker process. `address`: a redis:// URL; etcd endpoints, comma-separated (every member of
+ * a cluster); redlock: comma-separated redis:// URLs; zookeeper: a connection string; '' for memory.
+ */
+export function connectChaosBackend(kind: ChaosBackendKind, address: string): BackendUnderTest {
+  switch (kind) {
+    case 'memory':
+    case 'redis':
+      return connectBackend(kind, address);
+    case 'etcd': {
+      const hosts = address.split(',');
+      if (hosts.length === 1) return connectBackend('etcd', address);
+      const client = new Etcd3({ hosts });
+      const backend = new EtcdLockBackend({ client });
+      return closingBoth(backend, async () => client.close());
+    }
+    case 'redlock':
+      return connectBackend('redlock', address);
+    case 'zookeeper': {
+      const { connectZooKeeperBackend } =
+        require('../../zookeeper/zookeeper-contract-factory') as typeof import('../../zookeeper/zookeeper-contract-factory');
+      return connectZooKeeperBackend(address);
+    }
+  }
+}
+
+function closingBoth(backend: BackendUnderTest['backend'], closeClient: () => Promise<void>): BackendUnderTest {
+  let closing: Promise<void> | undefined;
+  return {
+    backend,
+    close: () =>
+      (closing ??= (async () => {
+        try {
+          await backend.close();
+        } finally {
+          await closeClient();
+        }
+      })()),
+  };
+}
