@@ -54,6 +54,26 @@ describe('Redis fencing tokens', () => {
     expect(after).toBeGreaterThan(last);
   });
 
+  it('keep increasing after the counter went back (an older snapshot restored, a failover to a lagging replica)', async () => {
+    const fence = redisLockKeys(NAMESPACE, 'rolled-back').fence;
+    await takeAndRelease('rolled-back');
+    await client.set(fence, '5'); // what the server had before the tokens below were handed out
+    let last = 0n;
+    for (let i = 0; i < 5; i++) last = await takeAndRelease('rolled-back');
+    await client.set(fence, '6');
+    expect(await takeAndRelease('rolled-back')).toBeGreaterThan(last);
+  });
+
+  it('count on from a counter that is ahead of the server clock (raised by Redlock from a faster clock)', async () => {
+    const fence = redisLockKeys(NAMESPACE, 'ahead').fence;
+    const [seconds] = await client.time();
+    const ahead = (BigInt(seconds) + 3_600n) * 1_000_000n;
+    await client.set(fence, ahead.toString());
+    expect(await takeAndRelease('ahead')).toBe(ahead + 1n);
+    expect(await takeAndRelease('ahead')).toBe(ahead + 2n);
+    expect(await client.get(fence)).toBe((ahead + 2n).toString());
+  });
+
   it('keep increasing after a real server restart without persistence', async () => {
     const before = await takeAndRelease('restarted');
     await server.restart();

@@ -22,6 +22,17 @@ async function commandStats(client: Redis, command: string): Promise<{ calls: nu
   return { calls: field('calls'), failed: field('failed_calls') };
 }
 
+/** Every command the server executed (including those inside scripts), by name, without INFO and CONFIG. */
+async function executedCommands(client: Redis): Promise<Record<string, number>> {
+  const info = await client.info('commandstats');
+  const counts: Record<string, number> = {};
+  for (const line of info.split('\r\n')) {
+    const match = /^cmdstat_([^:]+):calls=(\d+)/.exec(line);
+    if (match && !/^(info|config)/.test(match[1])) counts[match[1]] = Number(match[2]);
+  }
+  return counts;
+}
+
 describe('Redis scripts', () => {
   let server: LocalRedisServer;
   let client: Redis;
@@ -81,6 +92,19 @@ describe('Redis scripts', () => {
     expect(sent.mock.calls.map(([command]) => command.name)).toEqual(['evalsha', 'evalsha']);
     sent.mockRestore();
     await own.close();
+  });
+
+  it('run EXISTS, SET, TIME, SET ... GET to acquire and GET, DEL, PUBLISH to release (default mode, uncontended)', async () => {
+    const request = lockRequest('server-commands');
+    await backend.tryAcquire(lockRequest('server-commands-warm-up')); // scripts loaded
+    for (const round of [1, 2]) {
+      // Round 1 creates the fencing counter, round 2 finds it: both cost the same.
+      await admin.config('RESETSTAT');
+      const grant = await backend.tryAcquire({ ...request, token: `${request.token}-${round}` });
+      expect(grant).not.toBeNull();
+      expect(await backend.release(held({ ...request, token: `${request.token}-${round}` }, grant!))).toBe(true);
+      expect(await executedCommands(admin)).toEqual({ evalsha: 2, exists: 1, set: 2, time: 1, get: 1, del: 1, publish: 1 });
+    }
   });
 
   it('cost one EVAL after SCRIPT FLUSH, then run as EVALSHA again', async () => {

@@ -9,7 +9,7 @@ import { RedisScript } from './redis-script';
  * Returns {1, fencingToken} when granted, {0, ms until something may change (-1: unknown)} when busy.
  *
  * The lock is free when the lock key is absent, no reader is live, and no FIFO waiter is ahead of us.
- * Uncontended, that is one EXISTS and one SET (plus the fencing counter) in this one round trip.
+ * Uncontended, that is EXISTS, SET, TIME and SET ... GET (the fencing counter) in this one round trip.
  */
 export const ACQUIRE_SCRIPT = new RedisScript(
   'acquire',

@@ -24,7 +24,7 @@ if ARGV[3] == 'intent' then
 end
 if redis.call('LREM', KEYS[2], 1, ARGV[1]) == 0 then return 0 end
 redis.call('ZREM', KEYS[3], ARGV[1])
-wake_lock(KEYS[2], KEYS[3], ARGV[2], now)
+wake_lock(KEYS[2], KEYS[3], ARGV[2], true)
 return 1
 `,
   ),
@@ -41,8 +41,7 @@ export const LEAVE_SEMAPHORE_SCRIPT = new RedisScript(
     `
 if redis.call('LREM', KEYS[2], 1, ARGV[1]) == 0 then return 0 end
 redis.call('ZREM', KEYS[3], ARGV[1])
-local _, now = server_time()
-wake_semaphore(KEYS[1], KEYS[2], KEYS[3], ARGV[2], tonumber(ARGV[3]), now)
+wake_semaphore(KEYS[1], KEYS[2], KEYS[3], ARGV[2], tonumber(ARGV[3]), true)
 return 1
 `,
   ),

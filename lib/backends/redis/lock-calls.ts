@@ -94,22 +94,26 @@ export function extendCall(lock: HeldLock, ttl: number): ScriptCall {
     : { script: EXTEND_SCRIPT, keys: [keys.lock], args: [lock.token, ttl], tag: keys.tag };
 }
 
-/** Also used for grants nobody will hold (aborted or too late), hence an AcquireRequest is enough. */
-export function releaseCall(lock: AcquireRequest): ScriptCall {
+/**
+ * Also used for grants nobody will hold (aborted or too late), hence an AcquireRequest is enough.
+ * `fifo`: the backend runs FIFO queues, so the release wakes the queue's head; without, it only publishes '*'.
+ */
+export function releaseCall(lock: AcquireRequest, fifo: boolean): ScriptCall {
   const kind = kindOf(lock);
+  const queues = fifo ? '1' : '';
   if (kind === 'semaphore') {
     const keys = redisSemaphoreKeys(lock.namespace, lock.key);
     return {
       script: RELEASE_SEMAPHORE_SCRIPT,
       keys: [keys.holders, keys.queue, keys.queueExpiry],
-      args: [lock.token, keys.channel, lock.permits!],
+      args: [lock.token, keys.channel, lock.permits!, queues],
       tag: keys.tag,
     };
   }
   const keys = redisLockKeys(lock.namespace, lock.key);
   return kind === 'read'
-    ? { script: RELEASE_READ_SCRIPT, keys: [keys.readers, keys.queue, keys.queueExpiry], args: [lock.token, keys.channel], tag: keys.tag }
-    : { script: RELEASE_SCRIPT, keys: [keys.lock, keys.queue, keys.queueExpiry], args: [lock.token, keys.channel], tag: keys.tag };
+    ? { script: RELEASE_READ_SCRIPT, keys: [keys.readers, keys.queue, keys.queueExpiry], args: [lock.token, keys.channel, queues], tag: keys.tag }
+    : { script: RELEASE_SCRIPT, keys: [keys.lock, keys.queue, keys.queueExpiry], args: [lock.token, keys.channel, queues], tag: keys.tag };
 }
 
 /** Takes a waiter's queue entry or writer's intent back; `undefined` when it has none to take back. */

@@ -15,16 +15,31 @@ end
 
 /**
  * The fencing token is max(counter + 1, server TIME in microseconds), written back to the counter.
- * The counter alone makes tokens strictly increasing; the clock keeps them increasing after a restart
- * without persistence wiped the counter (as long as the server clock does not go backwards).
+ * The counter alone makes tokens strictly increasing; the clock keeps them increasing whenever the counter
+ * went back or vanished: a restart without persistence, a restart from an older RDB snapshot, a failover to
+ * a replica that had not seen the last writes (as long as the new server's clock is past the old tokens).
+ * A plain INCR would be one command cheaper, but after such a rollback it would hand out tokens that were
+ * already issued, in exactly the failures fencing exists for; so the clock is read on every grant.
+ *
+ * `SET ... GET` writes the clock and returns the old value in one command (Redis >= 6.2); it only has to be
+ * corrected when the counter was ahead of the clock (several grants in one microsecond, or a counter raised
+ * by Redlock from a faster clock). Older servers answer it with a syntax error: then GET and SET as before.
  * Microseconds since 1970 stay below 2^53 until the year 2255, so Lua's doubles hold them exactly;
  * the token travels as a decimal string because Redis truncates Lua numbers in replies to integers anyway.
  */
 export const LUA_NEXT_FENCE = `
 local function next_fence(fence, now_us)
-  local last = tonumber(redis.call('GET', fence)) or 0
-  local token = string.format('%.0f', math.max(last + 1, now_us))
-  redis.call('SET', fence, token)
+  local token = string.format('%.0f', now_us)
+  local last = redis.pcall('SET', fence, token, 'GET')
+  if type(last) == 'table' and last.err then
+    last = redis.call('GET', fence)
+    redis.call('SET', fence, token)
+  end
+  last = tonumber(last)
+  if last and last >= now_us then
+    token = string.format('%.0f', last + 1)
+    redis.call('SET', fence, token)
+  end
   return token
 end
 `;
@@ -96,12 +111,16 @@ end
 
 /**
  * Wakes the lock's waiters after a change: with a FIFO queue, only the head writer or the readers at the
- * head (up to 100, the rest re-check on their own); without one, everyone ('*').
+ * head (up to 100, the rest re-check on their own); without one, everyone ('*'). Callers pass `fifo` false
+ * when their backend runs without queues: then nothing is read (no TIME, no queue lookup), only '*' is
+ * published. That stays correct next to FIFO waiters of another process: they take '*' as a wake too, and
+ * the acquire script still lets only the queue's head in.
  */
 export const LUA_WAKE_LOCK = `
-local function wake_lock(queue, expiry, channel, now)
+local function wake_lock(queue, expiry, channel, fifo)
   local heads = {}
-  if redis.call('EXISTS', queue) == 1 then
+  if fifo and redis.call('EXISTS', queue) == 1 then
+    local _, now = server_time()
     purge_queue(queue, expiry, now)
     for i, entry in ipairs(redis.call('LRANGE', queue, 0, 99)) do
       local kind = string.sub(entry, 1, 1)
@@ -114,13 +133,17 @@ local function wake_lock(queue, expiry, channel, now)
 end
 `;
 
-/** Wakes as many semaphore waiters from the head of the queue as there are free permits ('*' without a queue). */
+/**
+ * Wakes as many semaphore waiters from the head of the queue as there are free permits ('*' without a queue,
+ * or when `fifo` is false, as in LUA_WAKE_LOCK).
+ */
 export const LUA_WAKE_SEMAPHORE = `
-local function wake_semaphore(holders, queue, expiry, channel, permits, now)
-  if redis.call('EXISTS', queue) == 0 then
+local function wake_semaphore(holders, queue, expiry, channel, permits, fifo)
+  if not fifo or redis.call('EXISTS', queue) == 0 then
     redis.call('PUBLISH', channel, '*')
     return
   end
+  local _, now = server_time()
   purge_queue(queue, expiry, now)
   local free = permits - live_members(holders, now)
   if free <= 0 then return end

@@ -195,7 +195,7 @@ export class RedisLockBackend implements LockBackend {
 
   async release(lock: HeldLock): Promise<boolean> {
     this.assertOpen('release');
-    return (await this.call('release', runCall(this.client, releaseCall(withStoredToken(lock))))) === 1;
+    return (await this.call('release', runCall(this.client, releaseCall(withStoredToken(lock), this.fairness === 'fifo')))) === 1;
   }
 
   /**
@@ -387,7 +387,7 @@ export class RedisLockBackend implements LockBackend {
 
   /** Best effort: if this fails, the lock expires after its ttl. */
   private releaseQuietly(request: AcquireRequest): Promise<unknown> {
-    return runCall(this.client, releaseCall(request)).catch(() => undefined);
+    return runCall(this.client, releaseCall(request, this.fairness === 'fifo')).catch(() => undefined);
   }
 
   /** Best effort, after `after` settled (so it runs after our last acquire call): else the entry expires. */

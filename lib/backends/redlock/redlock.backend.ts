@@ -173,7 +173,8 @@ export class RedlockBackend implements LockBackend {
   /** Releases on every instance. True when any of them still held it for us. */
   async release(lock: HeldLock): Promise<boolean> {
     this.assertOpen('release');
-    const call = releaseCall(lock);
+    // Redlock has no FIFO queues: a release only publishes.
+    const call = releaseCall(lock, false);
     const answers = await askAll(this.instances, (instance) => runCall(instance.client, call), {
       timeout: this.requestTimeout,
       // The other instances' releases carry on; nothing waits for them.
@@ -358,7 +359,7 @@ export class RedlockBackend implements LockBackend {
   }
 
   private releaseOn(instance: RedlockInstance, request: AcquireRequest): void {
-    this.track(runCall(instance.client, releaseCall(request)).catch(() => undefined));
+    this.track(runCall(instance.client, releaseCall(request, false)).catch(() => undefined));
   }
 
   /** Takes a writer's intent back on every instance, after the round in flight settled. */
