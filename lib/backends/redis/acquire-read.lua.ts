@@ -20,7 +20,7 @@ export const ACQUIRE_READ_SCRIPT = new RedisScript(
     `
 local lock, fence, readers, waiting, queue, expiry = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local token, ttl, join, waiter_ttl = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
-local now_us, now = server_time()
+local _, now = server_time()
 local entry = 'r' .. token
 
 local wait_hint = redis.call('PTTL', lock)
@@ -50,7 +50,7 @@ end
 if free then
   put_member(readers, token, now + ttl)
   if position then leave_queue(queue, expiry, entry) end
-  return {1, next_fence(fence, now_us)}
+  return {1, next_fence(fence)}
 end
 if join == 'queue' then join_queue(queue, expiry, entry, now, waiter_ttl) end
 return {0, wait_hint}

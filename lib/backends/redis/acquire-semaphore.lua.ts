@@ -21,7 +21,7 @@ export const ACQUIRE_SEMAPHORE_SCRIPT = new RedisScript(
     `
 local holders, fence, queue, expiry = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, ttl, permits, join, waiter_ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
-local now_us, now = server_time()
+local _, now = server_time()
 local entry = 's' .. token
 
 local free = permits - live_members(holders, now)
@@ -38,7 +38,7 @@ end
 if free > 0 then
   put_member(holders, token, now + ttl)
   if position then leave_queue(queue, expiry, entry) end
-  return {1, next_fence(fence, now_us)}
+  return {1, next_fence(fence)}
 end
 if join == 'queue' then join_queue(queue, expiry, entry, now, waiter_ttl) end
 return {0, wait_hint}

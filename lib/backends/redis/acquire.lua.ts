@@ -14,21 +14,23 @@ import { RedisScript } from './redis-script';
 export const ACQUIRE_SCRIPT = new RedisScript(
   'acquire',
   lua(
-    LUA_SERVER_TIME,
     LUA_NEXT_FENCE,
-    LUA_EXPIRING_MEMBERS,
-    LUA_QUEUE,
     `
 local lock, fence, readers, waiting, queue, expiry = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local token, ttl, join, waiter_ttl = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-local now_us, now = server_time()
+local token, ttl, join = ARGV[1], ARGV[2], ARGV[3]
 
 if redis.call('EXISTS', lock, readers, queue) == 0 then
   redis.call('SET', lock, token, 'PX', ttl)
   if join == 'intent' then redis.call('ZREM', waiting, token) end
-  return {1, next_fence(fence, now_us)}
+  return {1, next_fence(fence)}
 end
-
+`,
+    LUA_SERVER_TIME,
+    LUA_EXPIRING_MEMBERS,
+    LUA_QUEUE,
+    `
+local waiter_ttl = tonumber(ARGV[4])
+local _, now = server_time()
 local entry = 'w' .. token
 local wait_hint = redis.call('PTTL', lock)
 local free = wait_hint == -2
@@ -49,7 +51,7 @@ if free then
   redis.call('SET', lock, token, 'PX', ttl)
   if join == 'queue' then leave_queue(queue, expiry, entry) end
   if join == 'intent' then redis.call('ZREM', waiting, token) end
-  return {1, next_fence(fence, now_us)}
+  return {1, next_fence(fence)}
 end
 if join == 'queue' then join_queue(queue, expiry, entry, now, waiter_ttl) end
 if join == 'intent' then put_member(waiting, token, now + waiter_ttl) end

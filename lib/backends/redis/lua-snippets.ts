@@ -24,20 +24,22 @@ end
  * `SET ... GET` writes the clock and returns the old value in one command (Redis >= 6.2); it only has to be
  * corrected when the counter was ahead of the clock (several grants in one microsecond, or a counter raised
  * by Redlock from a faster clock). Older servers answer it with a syntax error: then GET and SET as before.
- * Microseconds since 1970 stay below 2^53 until the year 2255, so Lua's doubles hold them exactly;
- * the token travels as a decimal string because Redis truncates Lua numbers in replies to integers anyway.
+ * Tokens are canonical decimal strings (no sign, no leading zeros), so comparing length, then text, compares
+ * the numbers without converting them; microseconds since 1970 have 16 digits until the year 2286 and stay
+ * below 2^53 until 2255, so the rare `+ 1` in Lua's doubles is exact. The token travels as a string because
+ * Redis truncates Lua numbers in replies to integers.
  */
 export const LUA_NEXT_FENCE = `
-local function next_fence(fence, now_us)
-  local token = string.format('%.0f', now_us)
+local function next_fence(fence)
+  local t = redis.call('TIME')
+  local token = t[1] .. string.sub('00000' .. t[2], -6)
   local last = redis.pcall('SET', fence, token, 'GET')
   if type(last) == 'table' and last.err then
     last = redis.call('GET', fence)
     redis.call('SET', fence, token)
   end
-  last = tonumber(last)
-  if last and last >= now_us then
-    token = string.format('%.0f', last + 1)
+  if last and (#last > #token or (#last == #token and last >= token)) then
+    token = string.format('%.0f', tonumber(last) + 1)
     redis.call('SET', fence, token)
   end
   return token
@@ -151,7 +153,11 @@ local function wake_semaphore(holders, queue, expiry, channel, permits, fifo)
 end
 `;
 
-/** Joins helper sources into one script body. */
+/**
+ * Joins helper sources and script parts into one script. Every call defines all the helpers it contains again
+ * (each is a closure), which costs a few microseconds of server time; so the hot paths come first, before
+ * the helpers only the slower paths need.
+ */
 export function lua(...parts: string[]): string {
   return parts.join('\n');
 }

@@ -12,15 +12,21 @@ import { RedisScript } from './redis-script';
 export const RELEASE_SCRIPT = new RedisScript(
   'release',
   lua(
-    LUA_SERVER_TIME,
-    LUA_QUEUE,
-    LUA_WAKE_LOCK,
     `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end
 redis.call('DEL', KEYS[1])
-wake_lock(KEYS[2], KEYS[3], ARGV[2], ARGV[3] == '1')
+if ARGV[3] ~= '1' then
+  redis.call('PUBLISH', ARGV[2], '*')
+  return 1
+end
+`,
+    LUA_SERVER_TIME,
+    LUA_QUEUE,
+    LUA_WAKE_LOCK,
+    `
+wake_lock(KEYS[2], KEYS[3], ARGV[2], true)
 return 1
 `,
   ),
