@@ -69,9 +69,19 @@ export type AcquireReply =
 export function parseAcquireReply(reply: unknown): AcquireReply | undefined {
   if (!Array.isArray(reply) || reply.length !== 2) return undefined;
   const [granted, value] = reply as unknown[];
-  if (granted === 1 && typeof value === 'string' && /^\d+$/.test(value)) {
+  if (granted === 1 && typeof value === 'string' && isDecimal(value)) {
     return { granted: true, fencingToken: BigInt(value) };
   }
   if (granted === 0 && typeof value === 'number') return { granted: false, retryIn: value };
   return undefined;
+}
+
+/** Only digits, at least one (BigInt alone would also take '', whitespace, '0x..'). A loop: this runs per grant. */
+function isDecimal(text: string): boolean {
+  if (text.length === 0) return false;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 48 || code > 57) return false;
+  }
+  return true;
 }

@@ -474,7 +474,19 @@ interface InspectCommands {
  */
 function withStoredToken<T extends { token: string; holder?: string; permits?: number }>(request: T): T {
   if (request.holder === undefined || request.token.includes('|')) return request;
-  return { ...request, token: `${request.token}|${request.permits ?? ''}|${request.holder.replace(/\s/g, '_')}` };
+  return { ...request, token: `${request.token}|${request.permits ?? ''}|${storedHolder(request.holder)}` };
+}
+
+// A process mostly uses one holder id: remember the last one rather than run the regex on every acquire and release.
+let lastHolder = '';
+let lastStoredHolder = '';
+
+function storedHolder(holder: string): string {
+  if (holder !== lastHolder) {
+    lastStoredHolder = holder.replace(/\s/g, '_');
+    lastHolder = holder;
+  }
+  return lastStoredHolder;
 }
 
 function holderOf(stored: string): { holder?: string; permits?: number } {
