@@ -5,7 +5,7 @@ import { sharedEtcdEndpoint } from '../support/shared-servers';
 
 const HELD = 300;
 
-describe('etcd: many held locks renew in batches (one keepalive stream, one txn per 128 keys)', () => {
+describe('etcd: many held locks renew in batches (a few leases per keepalive stream, one txn per 128 keys)', () => {
   let client: Etcd3;
   let locks: LockService;
 
@@ -29,7 +29,8 @@ describe('etcd: many held locks renew in batches (one keepalive stream, one txn 
     await Promise.all(handles.map((handle) => firstValueFrom(handle.renewals$.pipe(skip(1)))));
     const renewals = HELD * 2;
     expect(streams.mock.calls.length).toBeGreaterThan(0);
-    expect(streams.mock.calls.length).toBeLessThan(renewals / 10);
+    // LEASES_PER_KEEPALIVE_STREAM (8) leases share a stream; a batch's last stream may carry fewer.
+    expect(streams.mock.calls.length).toBeLessThan(renewals / 4);
     expect(handles.every((handle) => handle.isHeld)).toBe(true);
     await Promise.all(handles.map((handle) => handle.release()));
     expect(await locks.isLocked('file:0-0')).toBe(false);

@@ -1,0 +1,50 @@
+import { Etcd3 } from 'etcd3';
+import { keepAliveMany, LEASES_PER_KEEPALIVE_STREAM } from '../../lib/backends/etcd/etcd-lease';
+import { EtcdLockBackend, LockHandle, LockService } from '../../lib';
+import { sharedEtcdEndpoint } from '../support/shared-servers';
+
+describe('etcd: renewal keepalive streams', () => {
+  let client: Etcd3;
+
+  beforeAll(() => {
+    client = new Etcd3({ hosts: sharedEtcdEndpoint() });
+  });
+
+  afterAll(() => client.close());
+
+  it('spreads a batch over parallel streams of a few leases each, and answers every lease', async () => {
+    const leases = await Promise.all(Array.from({ length: LEASES_PER_KEEPALIVE_STREAM * 3 + 1 }, () => client.leaseClient.leaseGrant({ TTL: 10 })));
+    const streams = jest.spyOn(client.leaseClient, 'leaseKeepAlive');
+    try {
+      const ttls = await keepAliveMany(client.leaseClient, leases.map((lease) => lease.ID), 5_000);
+      expect(streams).toHaveBeenCalledTimes(4);
+      expect(leases.every((lease) => (ttls.get(String(lease.ID)) ?? 0) > 0)).toBe(true);
+    } finally {
+      streams.mockRestore();
+      await Promise.all(leases.map((lease) => client.leaseClient.leaseRevoke({ ID: lease.ID })));
+    }
+  });
+
+  it('keeps 1,000 locks of ttl 3 s held over several renewal periods while they are still being acquired', async () => {
+    const locks = new LockService(new EtcdLockBackend({ client }), { keyPrefix: 'keepalive-streams', defaults: { ttl: 3_000 } });
+    const lost: string[] = [];
+    try {
+      const handles: LockHandle[] = [];
+      let next = 0;
+      const lane = async () => {
+        while (next < 1_000) {
+          const handle = await locks.acquire(`held:${next++}`);
+          handle.renewals$.subscribe({ error: (error: Error) => lost.push(error.message) });
+          handles.push(handle);
+        }
+      };
+      await Promise.all(Array.from({ length: 100 }, lane));
+      // Four renewal periods of the last lock acquired; every earlier one has renewed more often.
+      await new Promise((resolve) => setTimeout(resolve, 4_000));
+      expect(lost).toEqual([]);
+      expect(handles.filter((handle) => !handle.isHeld)).toHaveLength(0);
+    } finally {
+      await locks.close();
+    }
+  }, 60_000);
+});
