@@ -25,6 +25,15 @@ export interface LockHandleInit {
   /** ms after which the watchdog stops renewing (Infinity: never). */
   maxHold: number;
   onEnd(handle: LockHandle): void;
+  /** Told of renewals and how the lock ended, without an rxjs subscription per handle (LockService's events). */
+  lifecycle?: LockLifecycleListener;
+}
+
+/** @internal Direct callbacks for a handle's life: cheaper than subscribing to renewals$ on every grant. */
+export interface LockLifecycleListener {
+  renewal(handle: LockHandle, renewal: LockRenewal): void;
+  lost(handle: LockHandle, error: LockLostError): void;
+  released(handle: LockHandle): void;
 }
 
 /**
@@ -48,14 +57,14 @@ export class LockHandle implements AsyncDisposable {
   /** The semaphore's size when this handle holds a permit; undefined for locks. */
   readonly permits: number | undefined;
 
-  /** Emits after each renewal (and `at-risk` warnings); errors with LockLostError; completes on release. */
-  readonly renewals$: Observable<LockRenewal>;
 
   private readonly backend: LockBackend;
   private readonly lock: HeldLock;
   /** Made on first use of `signal`: most handles are released without anyone reading it. */
   private abortController: AbortController | undefined;
-  private readonly renewalSubject = new Subject<LockRenewal>();
+  /** Made on first subscription to renewals$: most handles are released without anyone watching. */
+  private renewalSubject: Subject<LockRenewal> | undefined;
+  private renewalStream: Observable<LockRenewal> | undefined;
   private readonly watchdog: Watchdog;
   private readonly extender: ExtendBatcher;
   private readonly operationTimeout: number;
@@ -73,6 +82,9 @@ export class LockHandle implements AsyncDisposable {
   private renewing = 0;
   private releasing: Promise<void> | undefined;
   private stopObserving: (() => void) | undefined;
+  private readonly lifecycle: LockLifecycleListener | undefined;
+  /** Callbacks for a loss; a Set only once someone asks (most handles are released without one). */
+  private lossListeners: Set<(error: LockLostError) => void> | undefined;
 
   /** @internal Created by LockService. */
   constructor(init: LockHandleInit) {
@@ -88,13 +100,8 @@ export class LockHandle implements AsyncDisposable {
     this.operationTimeout = init.operationTimeout;
     this.onEnd = init.onEnd;
     this.maxHold = init.maxHold;
+    this.lifecycle = init.lifecycle;
     this.acquiredAt = Date.now();
-    // Late subscribers still learn how the lock ended.
-    this.renewals$ = new Observable<LockRenewal>((subscriber) => {
-      if (this.lostError) return subscriber.error(this.lostError);
-      if (this.currentState === 'released') return subscriber.complete();
-      return this.renewalSubject.subscribe(subscriber);
-    });
     this.extender = ExtendBatcher.for(init.backend);
     this.watchdog = new Watchdog(
       { renew: () => this.renew(this.ttl), remaining: () => this.validUntil - monotonicNow() },
@@ -105,6 +112,16 @@ export class LockHandle implements AsyncDisposable {
     this.stopObserving = init.backend.observe?.(init.lock, (event) => this.onBackendEvent(event));
   }
 
+  /** Emits after each renewal (and `at-risk` warnings); errors with LockLostError; completes on release. */
+  get renewals$(): Observable<LockRenewal> {
+    // Late subscribers still learn how the lock ended.
+    return (this.renewalStream ??= new Observable<LockRenewal>((subscriber) => {
+      if (this.lostError) return subscriber.error(this.lostError);
+      if (this.currentState === 'released') return subscriber.complete();
+      return (this.renewalSubject ??= new Subject<LockRenewal>()).subscribe(subscriber);
+    }));
+  }
+
   /** Aborted, with the LockLostError as reason, when the lock is lost. Never aborted by a normal release. */
   get signal(): AbortSignal {
     if (!this.abortController) {
@@ -112,6 +129,19 @@ export class LockHandle implements AsyncDisposable {
       if (this.lostError) this.abortController.abort(this.lostError);
     }
     return this.abortController.signal;
+  }
+
+  /**
+   * @internal Calls `listener` once if the lock is lost (at once if it already was); returns a remover.
+   * The interceptor uses this instead of `signal`: an AbortController per request is costly on Node 20.
+   */
+  onLost(listener: (error: LockLostError) => void): () => void {
+    if (this.lostError) {
+      listener(this.lostError);
+      return () => undefined;
+    }
+    (this.lossListeners ??= new Set()).add(listener);
+    return () => this.lossListeners?.delete(listener);
   }
 
   /** Epoch ms until which the lock is certainly held, measured from just before the last successful request. */
@@ -187,7 +217,11 @@ export class LockHandle implements AsyncDisposable {
       }
     } finally {
       this.stopObserving?.();
-      if (wasHeld) this.renewalSubject.complete();
+      this.lossListeners = undefined;
+      if (wasHeld) {
+        this.renewalSubject?.complete();
+        this.lifecycle?.released(this);
+      }
       this.onEnd(this);
     }
   }
@@ -239,7 +273,7 @@ export class LockHandle implements AsyncDisposable {
     }
     this.validUntil = validUntil;
     this.renewalCount += 1;
-    this.renewalSubject.next({
+    this.publish({
       type: 'renewed',
       key: this.key,
       fencingToken: this.fencingToken,
@@ -256,8 +290,13 @@ export class LockHandle implements AsyncDisposable {
     this.lostError = new LockLostError(this.key, reason, cause === undefined ? undefined : { cause });
     void this.watchdog.stop();
     this.stopObserving?.();
-    this.renewalSubject.error(this.lostError);
-    this.abortController?.abort(this.lostError);
+    const error = this.lostError;
+    this.renewalSubject?.error(error);
+    this.abortController?.abort(error);
+    const listeners = this.lossListeners;
+    this.lossListeners = undefined;
+    listeners?.forEach((listener) => listener(error));
+    this.lifecycle?.lost(this, error);
     this.onEnd(this);
   }
 
@@ -267,8 +306,13 @@ export class LockHandle implements AsyncDisposable {
     if (event.type === 'at-risk') this.emitAtRisk(event.error);
   }
 
+  private publish(renewal: LockRenewal): void {
+    this.renewalSubject?.next(renewal);
+    this.lifecycle?.renewal(this, renewal);
+  }
+
   private emitAtRisk(error: Error): void {
-    this.renewalSubject.next({
+    this.publish({
       type: 'at-risk',
       key: this.key,
       fencingToken: this.fencingToken,

@@ -13,7 +13,7 @@ import {
 } from './errors';
 import type { LockEvent, LockEventBase } from './lock-event';
 import type { AcquireTraceInfo, LockInstrumentation } from './lock-instrumentation';
-import { LockHandle } from './lock-handle';
+import { LockHandle, type LockLifecycleListener } from './lock-handle';
 import {
   DEFAULT_KEY_PREFIX,
   DEFAULT_OPERATION_TIMEOUT,
@@ -57,6 +57,8 @@ export class LockService {
   private readonly defaults: LockOptions | undefined;
   private readonly operationTimeout: number;
   private readonly handles = new Set<LockHandle>();
+  /** Event fields of each handle that reports to events$ (see report). */
+  private readonly eventBases = new WeakMap<LockHandle, LockEventBase>();
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -99,10 +101,29 @@ export class LockService {
     return this.traced('acquire', request, resolved, () => this.acquirePrepared(request, resolved));
   }
 
-  private async acquirePrepared(request: AcquireRequest, resolved: ResolvedLockOptions): Promise<LockHandle> {
+  /**
+   * @internal acquire() for the interceptor: `cancel` makes the caller's cancel signal only if the call has to
+   * wait, because an AbortController per uncontended request is a measurable cost on Node 20.
+   */
+  acquireCancellable(key: string, options: LockOptions | undefined, cancel: () => AbortSignal): Promise<LockHandle> {
+    const { request, resolved } = this.prepare(key, options);
+    return this.traced('acquire', request, resolved, () => this.acquirePrepared(request, resolved, cancel));
+  }
+
+  private async acquirePrepared(request: AcquireRequest, resolved: ResolvedLockOptions, cancel?: () => AbortSignal): Promise<LockHandle> {
     const started = monotonicNow();
     try {
-      if (this.backend.tryBeforeWait && resolved.waitTimeout > 0) {
+      if (this.backend.grantIfFree && resolved.waitTimeout > 0) {
+        // In-process and synchronous: no await before acquire() below, so nobody can slip in between.
+        let grant: LockGrant | null;
+        try {
+          grant = this.backend.grantIfFree(request);
+        } catch (error) {
+          throw this.asLockError('acquire', error);
+        }
+        const handle = grant && this.adopt(request, grant, resolved, started);
+        if (handle) return handle;
+      } else if (this.backend.tryBeforeWait && resolved.waitTimeout > 0) {
         // The uncontended fast path: one round trip, no wait machinery.
         const handle = await this.tryAcquirePrepared(request, resolved, started);
         if (handle) return handle;
@@ -112,11 +133,12 @@ export class LockService {
         if (!handle) throw new LockTimeoutError(request.key, 0);
         return handle;
       }
+      const signal = resolved.signal ?? cancel?.();
       for (;;) {
         const remaining = resolved.waitTimeout - (monotonicNow() - started);
         if (remaining <= 0) throw new LockTimeoutError(request.key, resolved.waitTimeout);
-        resolved.signal?.throwIfAborted();
-        const grant = await this.waitForGrant(request, remaining, resolved.waitTimeout, resolved.signal);
+        signal?.throwIfAborted();
+        const grant = await this.waitForGrant(request, remaining, resolved.waitTimeout, signal);
         const handle = this.adopt(request, grant, resolved, started);
         if (handle) return handle;
         // The grant arrived with no validity left (a very slow reply): it was released; wait again if time remains.
@@ -344,9 +366,11 @@ export class LockService {
       operationTimeout: this.operationTimeout,
       maxHold: resolved.maxHold,
       onEnd: (ended) => this.handles.delete(ended),
+      // Nobody listens: skip events for this handle altogether.
+      ...(this.eventSubject.observed && { lifecycle: this.lifecycle }),
     });
     this.handles.add(handle);
-    this.report(handle, request, resolved.family, Math.round(monotonicNow() - started));
+    if (this.eventSubject.observed) this.report(handle, request, resolved.family, Math.round(monotonicNow() - started));
     return handle;
   }
 
@@ -360,26 +384,42 @@ export class LockService {
     );
   }
 
-  /** Turns one handle's life into events: acquired now, then its renewals, and how it ended. */
+  /** Announces the grant; the handle then reports its renewals and end through `lifecycle` (see adopt). */
   private report(handle: LockHandle, request: AcquireRequest, family: string, waitTime: number): void {
-    if (!this.eventSubject.observed) {
-      // Nobody listens: skip the per-handle subscription (the hot path of an uncontended lock).
-      return;
-    }
     const base = this.eventBase(request, family);
-    const fencingToken = handle.fencingToken;
-    this.emit({ type: 'acquired', ...base, waitTime, fencingToken, expiresAt: handle.expiresAt });
-    const holdTime = () => Date.now() - handle.acquiredAt;
-    handle.renewals$.subscribe({
-      next: (renewal) =>
-        renewal.type === 'renewed'
-          ? this.emit({ ...base, type: 'renewed', at: Date.now(), fencingToken, expiresAt: renewal.expiresAt, renewalCount: renewal.renewalCount })
-          : this.emit({ ...base, type: 'at-risk', at: Date.now(), fencingToken, remaining: renewal.remaining, error: renewal.error }),
-      error: (error: LockLostError) =>
-        this.emit({ ...base, type: 'lost', at: Date.now(), fencingToken, reason: error.reason ?? String(error), holdTime: holdTime() }),
-      complete: () => this.emit({ ...base, type: 'released', at: Date.now(), fencingToken, holdTime: holdTime() }),
-    });
+    this.eventBases.set(handle, base);
+    this.emit({ type: 'acquired', ...base, waitTime, fencingToken: handle.fencingToken, expiresAt: handle.expiresAt });
   }
+
+  /**
+   * One listener for every handle, so a grant costs no rxjs subscription. Handles get it only while someone
+   * observes events$ (the hot path of an uncontended lock skips all of this).
+   */
+  private readonly lifecycle: LockLifecycleListener = {
+    renewal: (handle, renewal) => {
+      const base = this.eventBases.get(handle);
+      if (!base) return;
+      const { fencingToken } = handle;
+      if (renewal.type === 'renewed') {
+        this.emit({ ...base, type: 'renewed', at: Date.now(), fencingToken, expiresAt: renewal.expiresAt, renewalCount: renewal.renewalCount });
+      } else {
+        this.emit({ ...base, type: 'at-risk', at: Date.now(), fencingToken, remaining: renewal.remaining, error: renewal.error });
+      }
+    },
+    lost: (handle, error) => {
+      const base = this.eventBases.get(handle);
+      if (!base) return;
+      this.eventBases.delete(handle);
+      const holdTime = Date.now() - handle.acquiredAt;
+      this.emit({ ...base, type: 'lost', at: Date.now(), fencingToken: handle.fencingToken, reason: error.reason ?? String(error), holdTime });
+    },
+    released: (handle) => {
+      const base = this.eventBases.get(handle);
+      if (!base) return;
+      this.eventBases.delete(handle);
+      this.emit({ ...base, type: 'released', at: Date.now(), fencingToken: handle.fencingToken, holdTime: Date.now() - handle.acquiredAt });
+    },
+  };
 
   private eventBase(request: AcquireRequest, family: string): LockEventBase {
     const requestId = currentLockScope()?.requestId;

@@ -23,7 +23,7 @@ export class LockSet {
   ) {}
 
   /** Acquires every key; if one fails, releases those already taken and rethrows that failure. */
-  static async acquire(service: LockService, keys: readonly string[], options: LockOptions): Promise<LockSet> {
+  static async acquire(service: LockService, keys: readonly string[], options: LockOptions, cancel?: () => AbortSignal): Promise<LockSet> {
     // Normalise first so that spelling variants sort and de-duplicate as the one key they are.
     const ordered = [...new Set(keys.map((key) => validateLockKey(key)))].sort();
     const handles = new Map<string, LockHandle>();
@@ -32,7 +32,7 @@ export class LockSet {
       for (const key of ordered) {
         let handle = service.inheritedLock(key, { mode: options.mode ?? 'exclusive', permits: options.permits });
         if (!handle) {
-          handle = await service.acquire(key, options);
+          handle = await (cancel ? service.acquireCancellable(key, options, cancel) : service.acquire(key, options));
           owned.push(handle);
         }
         handles.set(key, handle);
@@ -56,6 +56,18 @@ export class LockSet {
     const signals = [...this.handles.values()].map((handle) => handle.signal);
     // AbortSignal.any is slow on Node 20; one lock, the common case, needs none.
     return signals.length === 1 ? signals[0] : AbortSignal.any(signals);
+  }
+
+  /** Calls `listener` once, with its LockLostError, when any of the locks is lost; returns a remover. */
+  onLost(listener: (error: unknown) => void): () => void {
+    let called = false;
+    const once = (error: unknown) => {
+      if (called) return;
+      called = true;
+      listener(error);
+    };
+    const removers = [...this.handles.values()].map((handle) => handle.onLost(once));
+    return () => removers.forEach((remove) => remove());
   }
 
   /**

@@ -21,13 +21,23 @@ export function lockedObservable<T>(
   return new Observable<T>((subscriber) => {
     let locks: LockSet | undefined;
     let inner: Subscription | undefined;
-    // A subscriber that leaves while still queued (client disconnect) cancels the wait.
-    const cancelWait = new AbortController();
+    // A subscriber that leaves while still queued (client disconnect) cancels the wait. The controller is made
+    // only when a key has to be waited for: most requests get their lock at once.
+    let acquiring = true;
+    let left = false;
+    let cancelWait: AbortController | undefined;
+    const leftWhileWaiting = () => new Error('the caller unsubscribed while waiting for the lock');
+    const cancel = () => {
+      cancelWait ??= new AbortController();
+      if (left && !cancelWait.signal.aborted) cancelWait.abort(leftWhileWaiting());
+      return cancelWait.signal;
+    };
     // One lock scope for the acquisition and the work: promise continuations run in the scope they were
     // created in, so the work sees the locks registered below (one AsyncLocalStorage run per call).
     runInLockScope(() => {
       Promise.resolve()
-        .then(() => LockSet.acquire(service, resolveKeys(), { ...options, signal: cancelWait.signal }))
+        .then(() => LockSet.acquire(service, resolveKeys(), options, cancel))
+        .finally(() => (acquiring = false))
         .then(
           (acquired) => {
             locks = acquired;
@@ -44,7 +54,7 @@ export function lockedObservable<T>(
               void acquired.release().then(() => subscriber.error(error));
               return;
             }
-            inner = source.pipe(failWhenAborted(acquired.signal())).subscribe({
+            inner = source.pipe(failWhenLost(acquired)).subscribe({
               next: (value) => subscriber.next(value),
               error: (error: unknown) => void acquired.release().then(() => subscriber.error(error)),
               complete: () => void acquired.release().then(() => subscriber.complete()),
@@ -54,7 +64,8 @@ export function lockedObservable<T>(
         );
     }, scope);
     return () => {
-      cancelWait.abort(new Error('the caller unsubscribed while waiting for the lock'));
+      left = true;
+      if (acquiring) cancelWait?.abort(leftWhileWaiting());
       inner?.unsubscribe();
       void locks?.release();
     };
@@ -91,16 +102,15 @@ function enterHandlerScope(locks: LockSet): void {
   currentLockScope()!.handlerLocks = locks.handles;
 }
 
-/** Mirrors the source, but errors with the signal's reason (the LockLostError) as soon as it aborts. */
-function failWhenAborted<T>(signal: AbortSignal): MonoTypeOperatorFunction<T> {
+/** Mirrors the source, but errors with the LockLostError as soon as one of the locks is lost. */
+function failWhenLost<T>(locks: LockSet): MonoTypeOperatorFunction<T> {
   return (source) =>
     new Observable<T>((subscriber) => {
-      const onAbort = () => subscriber.error(signal.reason);
-      if (signal.aborted) return onAbort();
-      signal.addEventListener('abort', onAbort, { once: true });
+      const stopWatching = locks.onLost((error) => subscriber.error(error));
+      if (subscriber.closed) return;
       const subscription = source.subscribe(subscriber);
       return () => {
-        signal.removeEventListener('abort', onAbort);
+        stopWatching();
         subscription.unsubscribe();
       };
     });

@@ -23,8 +23,22 @@ const LEVELS: Record<LockEvent['type'], Level> = {
  */
 export function attachLockLogger(locks: LockService, logger: LoggerService = new Logger(LOGGER_CONTEXT)): () => void {
   const write = writerFor(logger);
-  const subscription = locks.events$.subscribe((event) => write(LEVELS[event.type], describeLockEvent(event)));
+  const enabled = levelCheckFor(logger);
+  const subscription = locks.events$.subscribe((event) => {
+    const level = LEVELS[event.type];
+    // Formatting a line nobody will see costs more than the lock itself on the memory backend.
+    if (enabled(level)) write(level, describeLockEvent(event));
+  });
   return () => subscription.unsubscribe();
+}
+
+/**
+ * Nest's own Logger knows which levels the app enabled (`logger: ['error', ...]` at create). When the app set
+ * none (the levels are unknown, e.g. a custom LoggerService), every line is passed on for it to decide.
+ */
+function levelCheckFor(logger: LoggerService): (level: Level) => boolean {
+  if (!(logger instanceof Logger)) return () => true;
+  return (level) => Logger.isLevelEnabled(level) || !Logger.isLevelEnabled('fatal');
 }
 
 /**

@@ -46,6 +46,15 @@ export class MemoryLockBackend implements LockBackend {
     return this.grant(id, request);
   }
 
+  /** See LockBackend.grantIfFree: the same check as acquire's first step, without a promise. */
+  grantIfFree(request: AcquireRequest): LockGrant | null {
+    this.assertOpen('acquire');
+    const id = stateId(request);
+    const state = this.keys.get(id);
+    if (state && (state.queue.length > 0 || !admits(state, request))) return null;
+    return this.grant(id, request);
+  }
+
   acquire(request: AcquireRequest, signal: AbortSignal): Promise<LockGrant> {
     if (this.closed) return Promise.reject(this.closedError('acquire'));
     if (signal.aborted) return Promise.reject(signal.reason);
