@@ -7,15 +7,30 @@
  * Ids are random per request, so the locked route is uncontended: the difference is the lock's own cost.
  */
 import 'reflect-metadata';
-import { Controller, DynamicModule, Get, Module, Param } from '@nestjs/common';
+import { CallHandler, Controller, DynamicModule, ExecutionContext, Get, Injectable, Module, NestInterceptor, Param, UseInterceptors } from '@nestjs/common';
+import type { Observable } from 'rxjs';
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { DistributedLockModule, LockBackend, MemoryLockBackend, RedisLockBackend, WithLock } from '../lib';
+
+/** Does nothing: the cost of Nest's interceptor machinery itself, which @WithLock also runs through. */
+@Injectable()
+class PassThroughInterceptor implements NestInterceptor {
+  intercept(_context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    return next.handle();
+  }
+}
 
 @Controller()
 class BenchController {
   @Get('plain/:id')
   plain(@Param('id') id: string): { id: string } {
+    return { id };
+  }
+
+  @Get('intercepted/:id')
+  @UseInterceptors(PassThroughInterceptor)
+  intercepted(@Param('id') id: string): { id: string } {
     return { id };
   }
 

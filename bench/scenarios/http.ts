@@ -15,7 +15,7 @@ export interface HttpSettings {
 
 export interface HttpRow {
   readonly backend: 'memory' | 'redis';
-  readonly route: 'plain' | 'locked';
+  readonly route: Route;
   readonly requestsPerSecond: number;
   readonly p50: number;
   readonly p99: number;
@@ -23,6 +23,14 @@ export interface HttpRow {
 }
 
 const APP = join(__dirname, '..', 'http-app.ts');
+/** plain: no interceptor; intercepted: a pass-through Nest interceptor (the floor for any interceptor); locked: @WithLock. */
+const ROUTES = ['plain', 'intercepted', 'locked'] as const;
+type Route = (typeof ROUTES)[number];
+const ROUTE_LABELS: Record<Route, string> = {
+  plain: 'GET /plain/:id',
+  intercepted: 'GET /intercepted/:id  @UseInterceptors(PassThrough)',
+  locked: "GET /locked/:id  @WithLock('bench:<<id>>')",
+};
 type AppMessage = { readonly type: 'ready'; readonly port: number };
 
 /** Scenario 5: autocannon against the bench app, the same handler with and without @WithLock. */
@@ -36,7 +44,7 @@ export async function http(servers: BenchServers, settings: HttpSettings): Promi
       failures.push({ name: backend, error });
     }
   }
-  const headers = ['backend', 'route', 'req/s', 'locked/plain req/s', 'latency p50 ms', 'latency p99 ms', 'non-2xx + errors'];
+  const headers = ['backend', 'route', 'req/s', 'vs plain', 'vs pass-through interceptor', 'latency p50 ms', 'latency p99 ms', 'non-2xx + errors'];
   const table: Table = {
     title: 'requests/s and latency, with and without @WithLock',
     notes: ['autocannon reports latency in whole milliseconds.', ...failureNotes(failures)],
@@ -45,11 +53,13 @@ export async function http(servers: BenchServers, settings: HttpSettings): Promi
     rows: [
       ...rows.map((row) => {
         const plain = rows.find((other) => other.backend === row.backend && other.route === 'plain');
+        const intercepted = rows.find((other) => other.backend === row.backend && other.route === 'intercepted');
         return [
           row.backend,
-          row.route === 'plain' ? 'GET /plain/:id' : "GET /locked/:id  @WithLock('bench:<<id>>')",
+          ROUTE_LABELS[row.route],
           num(row.requestsPerSecond, 0),
-          row.route === 'locked' && plain ? times(row.requestsPerSecond, plain.requestsPerSecond) : '',
+          row.route !== 'plain' && plain ? times(row.requestsPerSecond, plain.requestsPerSecond) : '',
+          row.route === 'locked' && intercepted ? times(row.requestsPerSecond, intercepted.requestsPerSecond) : '',
           num(row.p50, 2),
           num(row.p99, 2),
           String(row.failures),
@@ -62,10 +72,11 @@ export async function http(servers: BenchServers, settings: HttpSettings): Promi
     section: {
       heading: '5. HTTP: the same route with and without @WithLock',
       text: [
-        'bench/http-app.ts: a Nest 11 app (express) with `GET /plain/:id` and `GET /locked/:id` decorated `@WithLock(\'bench:<<id>>\')`, both returning `{ id }`. ' +
+        'bench/http-app.ts: a Nest 11 app (express) with `GET /plain/:id`, `GET /intercepted/:id` (a pass-through interceptor that only returns `next.handle()`) and `GET /locked/:id` decorated `@WithLock(\'bench:<<id>>\')`, all returning `{ id }`. ' +
+          '@WithLock runs as a Nest interceptor, so the pass-through row is the floor any interceptor pays; "vs pass-through interceptor" is the lock\'s own share. ' +
           'The sample app in sample/ had no unlocked twin route, so the bench carries its own. Every request uses a random id, so locks never contend.',
         `autocannon: ${settings.connections} connections, ${settings.warmupSeconds} s warm-up per route, then ${settings.rounds} x ${settings.durationSeconds} s per route ` +
-          'alternating plain/locked; req/s is the mean of those runs, latency percentiles are from the last run. ' +
+          'alternating the routes; req/s is the mean of those runs, latency percentiles are from the last run. ' +
           'App and autocannon run as separate processes on the same 2 cores (and redis-server for the Redis rows).',
       ],
       tables: [table],
@@ -80,12 +91,12 @@ async function measureBackend(servers: BenchServers, backend: 'memory' | 'redis'
   try {
     await app.next('ready', 60_000);
     const base = `http://127.0.0.1:${port}`;
-    for (const route of ['plain', 'locked'] as const) await load(base, route, settings.warmupSeconds, settings.connections);
-    const runs: Record<'plain' | 'locked', autocannon.Result[]> = { plain: [], locked: [] };
+    for (const route of ROUTES) await load(base, route, settings.warmupSeconds, settings.connections);
+    const runs: Record<Route, autocannon.Result[]> = { plain: [], intercepted: [], locked: [] };
     for (let round = 0; round < settings.rounds; round++) {
-      for (const route of ['plain', 'locked'] as const) runs[route].push(await load(base, route, settings.durationSeconds, settings.connections));
+      for (const route of ROUTES) runs[route].push(await load(base, route, settings.durationSeconds, settings.connections));
     }
-    return (['plain', 'locked'] as const).map((route) => {
+    return ROUTES.map((route) => {
       const results = runs[route];
       const last = results[results.length - 1];
       return {
@@ -103,7 +114,7 @@ async function measureBackend(servers: BenchServers, backend: 'memory' | 'redis'
   }
 }
 
-function load(base: string, route: 'plain' | 'locked', seconds: number, connections: number): Promise<autocannon.Result> {
+function load(base: string, route: Route, seconds: number, connections: number): Promise<autocannon.Result> {
   return autocannon({
     url: base,
     connections,
