@@ -12,7 +12,7 @@ describe('chaos 4: a single Redis crashes and restarts empty, twice, then SCRIPT
 });
 
 // Memory locks live in the process that holds them: the contract suite covers an abandoned in-process lock.
-describe.each(['redis', 'etcd'] as const)('chaos 10: holder SIGKILLed on %s', (backend) => {
+describe.each(['redis', 'etcd', 'zookeeper'] as const)('chaos 10: holder SIGKILLed on %s', (backend) => {
   it('the next waiter gets the lock within the ttl plus a margin, with a higher token', async () => {
     expectScenarioToPass(await holderKilledScenario(backend, chaosProfileName()));
   }, TIMEOUT);

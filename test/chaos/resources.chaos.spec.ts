@@ -5,7 +5,7 @@ import { loadScenario } from './scenarios/load';
 
 const TIMEOUT = 300_000;
 
-describe.each(['memory', 'redis', 'etcd'] as const)('chaos 11 and 12 on %s', (backend) => {
+describe.each(['memory', 'redis', 'etcd', 'zookeeper'] as const)('chaos 11 and 12 on %s', (backend) => {
   it('11: thousands of cycles then close(): nothing left open, the process exits alone, the heap stays flat', async () => {
     expectScenarioToPass(await leaksScenario(backend, chaosProfileName()));
   }, TIMEOUT);

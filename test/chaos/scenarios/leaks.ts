@@ -125,6 +125,27 @@ async function serverLeftovers(target: ChaosTarget, keyPrefix: string): Promise<
       await admin.stop();
     }
   }
+  if (target.kind === 'zookeeper') {
+    const { AdminClient } = require('../../zookeeper/zookeeper-spec-helpers') as typeof import('../../zookeeper/zookeeper-spec-helpers');
+    const { namespacePath } = require('../../../lib/backends/zookeeper/zookeeper-node-layout') as typeof import('../../../lib/backends/zookeeper/zookeeper-node-layout');
+    const admin = await AdminClient.connect(target.address);
+    try {
+      // Contender nodes are ephemeral: once the worker's session is closed, none may be left under any key.
+      const contenders = async () => {
+        const root = namespacePath(keyPrefix);
+        let count = 0;
+        for (const key of await admin.children(root)) count += (await admin.children(`${root}/${key}`)).length;
+        return count;
+      };
+      const left = await pollUntil('contender nodes to be gone', async () => ((await contenders()) === 0 ? 'none' : undefined), 10_000).then(
+        () => 0,
+        contenders,
+      );
+      return { left: { 'contender nodes': left }, expiringAtClose: 0 };
+    } finally {
+      admin.client.close();
+    }
+  }
   return { left: {}, expiringAtClose: 0 };
 }
 
