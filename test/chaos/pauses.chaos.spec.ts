@@ -5,7 +5,7 @@ import { starvationScenario } from './scenarios/starvation';
 
 const TIMEOUT = 240_000;
 
-describe.each(['redis', 'etcd'] as const)('chaos 2: process pauses on %s', (backend) => {
+describe.each(['redis', 'etcd', 'zookeeper'] as const)('chaos 2: process pauses on %s', (backend) => {
   it('a holder SIGSTOPped past its ttl mid read-modify-write: its write is fenced, nothing lost, its signal fires on resume', async () => {
     expectScenarioToPass(await pausesScenario(backend, chaosProfileName(), { fenced: true }));
   }, TIMEOUT);
@@ -18,7 +18,7 @@ describe('chaos 2, control: the same pauses without fencing', () => {
   }, TIMEOUT);
 });
 
-describe.each(['memory', 'redis', 'etcd'] as const)('chaos 3: event-loop starvation on %s', (backend) => {
+describe.each(['memory', 'redis', 'etcd', 'zookeeper'] as const)('chaos 3: event-loop starvation on %s', (backend) => {
   it('a holder that blocks its loop past the ttl is told its lock is lost on resume, and its write does no harm', async () => {
     expectScenarioToPass(await starvationScenario(backend, chaosProfileName()));
   }, TIMEOUT);

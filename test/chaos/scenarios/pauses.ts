@@ -13,6 +13,18 @@ import type { ChaosWorker } from '../harness/workers';
 const TTL = 2_000;
 const SHORTEST_PAUSE = 2_500;
 const LONGEST_PAUSE = 4_000;
+const CONTROL_PAUSE = 3_500;
+
+/**
+ * A ZooKeeper lock lives as long as its holder's session, not its ttl (the ttl only bounds the validity the
+ * handle promises). Another holder can get in only once the server expired the paused client's session
+ * (4 s in the harness), so its pauses are longer.
+ */
+function pausesFor(backend: ChaosBackendKind): { shortest: number; longest: number; control: number } {
+  return backend === 'zookeeper'
+    ? { shortest: 5_000, longest: 6_500, control: 6_000 }
+    : { shortest: SHORTEST_PAUSE, longest: LONGEST_PAUSE, control: CONTROL_PAUSE };
+}
 /** The watchdog's timer is overdue when the process resumes: it must notice at once, not a period later. */
 const SIGNAL_BOUND_MS = 1_500;
 
@@ -48,7 +60,8 @@ export async function pausesScenario(backend: ChaosBackendKind, profile: ChaosPr
     run.go();
     const faults: InjectedFault[] = [];
     // The control run's pauses are all long: with the register unfenced, a loss must be certain.
-    const pauses = options.fenced ? spread(rounds, SHORTEST_PAUSE, LONGEST_PAUSE) : Array.from({ length: rounds }, () => 3_500);
+    const range = pausesFor(backend);
+    const pauses = options.fenced ? spread(rounds, range.shortest, range.longest) : Array.from({ length: rounds }, () => range.control);
     for (const pauseMs of pauses) {
       await sleep(500);
       faults.push(await pauseOneHolder(run, pauseMs));
@@ -84,7 +97,7 @@ export async function pausesScenario(backend: ChaosBackendKind, profile: ChaosPr
     return {
       scenario: options.fenced ? '2 pauses' : '2 pauses, unfenced control',
       backend,
-      fault: `SIGSTOP a holder mid read-modify-write for ${options.fenced ? '2.5-4' : '3.5'} s (ttl 2 s) x ${rounds}`,
+      fault: `SIGSTOP a holder mid read-modify-write for ${describePauses(backend, options.fenced)} (ttl 2 s${backend === 'zookeeper' ? ', session 4 s' : ''}) x ${rounds}`,
       figures: {
         'critical sections': report.sections,
         overlaps: report.overlaps.length,
@@ -100,6 +113,11 @@ export async function pausesScenario(backend: ChaosBackendKind, profile: ChaosPr
       durationMs: performance.now() - started,
     };
   });
+}
+
+function describePauses(backend: ChaosBackendKind, fenced: boolean): string {
+  const range = pausesFor(backend);
+  return fenced ? `${range.shortest / 1000}-${range.longest / 1000} s` : `${range.control / 1000} s`;
 }
 
 /** Arms a random worker to SIGSTOP itself at its next read, and SIGCONTs it `pauseMs` later. */

@@ -12,6 +12,12 @@ const TTL = 2_000;
 /** Longer than the ttl plus etcd's lease-expiry lag (up to half a second) plus the next holder's read. */
 const BLOCK_MS = 3_500;
 const SIGNAL_BOUND_MS = 1_500;
+/** A ZooKeeper lock outlives the ttl while the session lives: the block must outlast the session (4 s here). */
+const ZOOKEEPER_BLOCK_MS = 5_500;
+
+function blockFor(backend: ChaosBackendKind): number {
+  return backend === 'zookeeper' ? ZOOKEEPER_BLOCK_MS : BLOCK_MS;
+}
 
 /**
  * 3. Event-loop starvation: a holder blocks its event loop synchronously for 3.5 s (ttl 2 s) between its read
@@ -41,7 +47,7 @@ export async function starvationScenario(backend: ChaosBackendKind, profile: Cha
       const worker = run.workers[Math.floor(Math.random() * run.workers.length)];
       const before = run.collector.sections.filter((section) => section.fault === 'block').length;
       const at = hrNow();
-      worker.send({ type: 'arm', fault: { kind: 'block', ms: BLOCK_MS } });
+      worker.send({ type: 'arm', fault: { kind: 'block', ms: blockFor(backend) } });
       faults.push({ kind: 'block', at, worker: worker.id });
       await pollUntil('the blocked section to be reported', () => run.collector.sections.filter((s) => s.fault === 'block').length > before, 60_000);
     }
@@ -68,7 +74,7 @@ export async function starvationScenario(backend: ChaosBackendKind, profile: Cha
     return {
       scenario: '3 event-loop starvation',
       backend,
-      fault: `holder blocks its loop ${BLOCK_MS / 1000} s mid read-modify-write (ttl 2 s) x ${rounds}`,
+      fault: `holder blocks its loop ${blockFor(backend) / 1000} s mid read-modify-write (ttl 2 s${backend === 'zookeeper' ? ', session 4 s' : ''}) x ${rounds}`,
       figures: {
         'critical sections': report.sections,
         overlaps: report.overlaps.length,
