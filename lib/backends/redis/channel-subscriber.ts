@@ -9,10 +9,35 @@ export interface ChannelSubscription {
   readonly ready: Promise<void>;
   /** Idempotent. The last subscription of a channel unsubscribes it on the server. */
   unsubscribe(): void;
+  /**
+   * Offers `message` to the channel's other turn-taking listeners, as if it had just arrived: for a listener
+   * that took a message and then left without acting on it.
+   */
+  passOn(message: string): void;
+}
+
+/**
+ * Gets each message's text. A turn-taking listener returns whether it took the message (see `subscribe`);
+ * other listeners' return values are ignored.
+ */
+export type ChannelListener = (message: string) => boolean | void;
+
+export interface SubscribeOptions {
+  /**
+   * Each message goes to one turn-taking listener of the channel only: the earliest subscribed one that takes
+   * it (returns true). Listeners without turns get every message. Default false.
+   */
+  takesTurns?: boolean;
+}
+
+interface Listener {
+  readonly onMessage: ChannelListener;
+  readonly takesTurns: boolean;
 }
 
 interface ChannelEntry {
-  readonly listeners: Set<(message: string) => void>;
+  /** In subscription order (a Set iterates in insertion order): turns go to the earliest. */
+  readonly listeners: Set<Listener>;
   readonly ready: Promise<void>;
 }
 
@@ -20,6 +45,9 @@ interface ChannelEntry {
  * One subscriber connection shared by every waiter of a backend, with reference-counted channels:
  * SUBSCRIBE when a channel gets its first waiter, UNSUBSCRIBE when its last waiter leaves. One
  * connection or subscription per waiter is what exhausted Redisson users' connection pools.
+ *
+ * Turn-taking listeners let one release message wake one waiter of this process instead of all of them
+ * (a thundering herd of retries where only one can win).
  */
 export class ChannelSubscriber {
   private readonly channels = new Map<string, ChannelEntry>();
@@ -27,7 +55,8 @@ export class ChannelSubscriber {
 
   constructor(private readonly connection: RedisConnection) {
     connection.on('message', (channel: string, message: string) => {
-      this.channels.get(channel)?.listeners.forEach((listener) => listener(String(message)));
+      const entry = this.channels.get(channel);
+      if (entry) dispatch(entry, String(message));
     });
   }
 
@@ -37,7 +66,7 @@ export class ChannelSubscriber {
   }
 
   /** `onMessage` gets each message's text (our scripts publish '*' or the owner tokens to wake). */
-  subscribe(channel: string, onMessage: (message: string) => void): ChannelSubscription {
+  subscribe(channel: string, onMessage: ChannelListener, options: SubscribeOptions = {}): ChannelSubscription {
     let entry = this.channels.get(channel);
     if (!entry) {
       const created: ChannelEntry = {
@@ -52,11 +81,14 @@ export class ChannelSubscriber {
       entry = created;
     }
     const subscribed = entry;
-    // A fresh function per subscription, so the same callback subscribed twice counts twice.
-    const listener = (message: string) => onMessage(message);
+    // A fresh object per subscription, so the same callback subscribed twice counts twice.
+    const listener: Listener = { onMessage, takesTurns: options.takesTurns ?? false };
     subscribed.listeners.add(listener);
     return {
       ready: subscribed.ready,
+      passOn: (message: string) => {
+        if (this.channels.get(channel) === subscribed) offerTurn(subscribed, message, listener);
+      },
       unsubscribe: () => {
         if (!subscribed.listeners.delete(listener) || subscribed.listeners.size > 0) return;
         if (this.channels.get(channel) !== subscribed) return;
@@ -79,5 +111,20 @@ export class ChannelSubscriber {
       deadline.dispose();
     }
     await closeConnection(this.connection);
+  }
+}
+
+/** Every listener without turns gets the message; of those with turns, the earliest that takes it. */
+function dispatch(entry: ChannelEntry, message: string): void {
+  let taken = false;
+  for (const listener of entry.listeners) {
+    if (!listener.takesTurns) listener.onMessage(message);
+    else if (!taken) taken = listener.onMessage(message) === true;
+  }
+}
+
+function offerTurn(entry: ChannelEntry, message: string, except: Listener): void {
+  for (const listener of entry.listeners) {
+    if (listener !== except && listener.takesTurns && listener.onMessage(message) === true) return;
   }
 }

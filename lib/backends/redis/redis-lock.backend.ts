@@ -12,6 +12,7 @@ import {
   channelOf,
   extendCall,
   isLockedCall,
+  kindOf,
   leaveCall,
   releaseCall,
   runCall,
@@ -278,27 +279,55 @@ export class RedisLockBackend implements LockBackend {
       }
       if (signal.aborted) throw signal.reason;
       const wakeup = new Wakeup();
-      const subscription = this.sharedSubscriber().subscribe(channelOf(request), (message) => {
-        if (this.wakes(message, request)) wakeup.notify();
-      });
+      const takesTurns = this.takesTurns(request);
+      const subscription = this.sharedSubscriber().subscribe(
+        channelOf(request),
+        (message) => {
+          if (!this.wakes(message, request)) return false;
+          // A turn goes to a waiter that will act on it: not one that is leaving or already has a wake to act on.
+          if (takesTurns && (signal.aborted || wakeup.pending)) return false;
+          wakeup.notify();
+          return true;
+        },
+        { takesTurns },
+      );
+      let granted = false;
+      // The attempt in flight follows a wake this waiter took.
+      let actingOnWake = false;
       try {
         await this.subscribed(subscription, signal, inFlight);
         for (;;) {
+          actingOnWake = wakeup.pending;
           wakeup.reset();
           const outcome = await this.attempt(request, 'acquire', style, signal, inFlight);
+          actingOnWake = false;
           if ('granted' in outcome) {
             queued = false;
+            granted = true;
             return outcome.granted;
           }
           // After a too-late grant (already released again) the key is free: retry at once.
           if ('busyFor' in outcome) await wakeup.wait(this.recheckDelay(outcome.busyFor, style), signal);
         }
       } finally {
+        // Leaving (deadline, abort, error) with a wake we took but did not see through: the next local waiter
+        // tries instead. (An attempt that answered "busy" after the wake saw it through: the holder will publish.)
+        if (!granted && (wakeup.pending || actingOnWake)) subscription.passOn('*');
         subscription.unsubscribe();
       }
     } finally {
       if (queued) this.leaveQuietly(request, style, inFlight.call);
     }
+  }
+
+  /**
+   * Without FIFO, a release message ('*') wakes one exclusive waiter (or semaphore waiter) per process: the
+   * earliest still waiting here, since only one can win the freed lock or permit; if it loses to another
+   * process, that one's release wakes it again. Readers all wake: they can all enter together. FIFO waiters
+   * all see every message and pick out their own token. The re-check timers still bound every wait.
+   */
+  private takesTurns(request: AcquireRequest): boolean {
+    return this.fairness !== 'fifo' && kindOf(request) !== 'read';
   }
 
   /** FIFO waiters only wake for messages naming them (or '*'); others wake on every release. */

@@ -16,13 +16,16 @@ export class Wakeup {
     this.rung = false;
   }
 
+  /** Rung, and no attempt has started since: the waiter has a wake it has not acted on yet. */
+  get pending(): boolean {
+    return this.rung;
+  }
+
   /** Resolves on a ring or after `ms` (unref'd timer); rejects with `signal.reason` when it aborts. */
   wait(ms: number, signal: AbortSignal): Promise<void> {
     if (signal.aborted) return Promise.reject(signal.reason);
-    if (this.rung) {
-      this.rung = false;
-      return Promise.resolve();
-    }
+    // Stays rung until the next reset(), so `pending` tells that the attempt after this wait acts on a wake.
+    if (this.rung) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
       const settle = (outcome: () => void) => {
         clearTimeout(timer);
