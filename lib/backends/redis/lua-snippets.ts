@@ -24,10 +24,10 @@ end
  * `SET ... GET` writes the clock and returns the old value in one command (Redis >= 6.2); it only has to be
  * corrected when the counter was ahead of the clock (several grants in one microsecond, or a counter raised
  * by Redlock from a faster clock). Older servers answer it with a syntax error: then GET and SET as before.
- * Tokens are canonical decimal strings (no sign, no leading zeros), so comparing length, then text, compares
- * the numbers without converting them; microseconds since 1970 have 16 digits until the year 2286 and stay
- * below 2^53 until 2255, so the rare `+ 1` in Lua's doubles is exact. The token travels as a string because
- * Redis truncates Lua numbers in replies to integers.
+ * The clock's token is built as text (string.format on every call costs more than the rest of this), and
+ * compared as numbers (whatever the counter holds, e.g. after manual edits). Microseconds since 1970 stay
+ * below 2^53 until the year 2255, so Lua's doubles hold them and the rare `+ 1` exactly. The token travels as
+ * a string because Redis truncates Lua numbers in replies to integers.
  */
 export const LUA_NEXT_FENCE = `
 local function next_fence(fence)
@@ -38,8 +38,9 @@ local function next_fence(fence)
     last = redis.call('GET', fence)
     redis.call('SET', fence, token)
   end
-  if last and (#last > #token or (#last == #token and last >= token)) then
-    token = string.format('%.0f', tonumber(last) + 1)
+  local previous = tonumber(last)
+  if previous and previous >= tonumber(token) then
+    token = string.format('%.0f', previous + 1)
     redis.call('SET', fence, token)
   end
   return token
