@@ -161,6 +161,20 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     for (let index = 0; index < quorum; index++) expect(await admins[index].get(names.lock)).toBe('someone-else');
   });
 
+  it('a writer granted by a majority takes back the intent it left on the instances that answered busy', async () => {
+    const names = redisLockKeys(ns, 'minority');
+    // A stale holder on instance 0 for long, and on instances 1..quorum-1 briefly: the first rounds are busy
+    // (so the waiting writer registers its intent everywhere), then a majority frees up while instance 0 stays busy.
+    await admins[0].set(names.lock, 'stale-holder', 'PX', 20_000);
+    for (let index = 1; index < quorum; index++) await admins[index].set(names.lock, 'brief-holder', 'PX', 400);
+    const locks = service({ recheckInterval: 100 });
+    const lock = await locks.acquire('minority', { ttl: 10_000, waitTimeout: 10_000 });
+    expect(await admins[0].get(names.lock)).toBe('stale-holder');
+    // Without taking it back, the intent would keep instance 0's readers out until it expired (waiterTtl, 5 s).
+    await eventually(async () => (await admins[0].exists(names.writersWaiting)) === 0, 2_000);
+    await lock.release();
+  });
+
   it('an extension needs a majority: null once a majority is lost, LockQuorumError when too few answer', async () => {
     const redlock = backend({ requestTimeout: 500 });
     const request = { namespace: ns, key: 'extend', token: randomUUID(), ttl: 10_000 };

@@ -54,7 +54,8 @@ const CLEANUP_TIMEOUT_MS = 1_000;
 
 /** What one round of acquire requests came to. */
 type Round =
-  | { readonly type: 'granted'; readonly grant: LockGrant }
+  /** `grantedBy`: the instances that granted; the others may have answered busy (and kept a writer's intent). */
+  | { readonly type: 'granted'; readonly grant: LockGrant; readonly grantedBy: readonly RedlockInstance[] }
   /** `split`: we got some instances but not a majority (contenders split the vote). */
   | { readonly type: 'busy'; readonly retryIn: number; readonly split: boolean }
   | { readonly type: 'unreachable'; readonly error: LockQuorumError }
@@ -232,6 +233,10 @@ export class RedlockBackend implements LockBackend {
         anyRoundDecided = true;
         if (round.type === 'granted') {
           queued = false;
+          // A minority that answered busy holds this writer's intent, which would keep its readers out until the
+          // intent expired (waiterTtl): take it back there.
+          const others = this.instances.filter((instance) => !round.grantedBy.includes(instance));
+          if (others.length > 0) this.leaveQuietly(request, style, undefined, others);
           return round.grant;
         }
         if (round.type === 'too-late') continue;
@@ -292,7 +297,7 @@ export class RedlockBackend implements LockBackend {
       }
       return { type: 'too-late', by: now - validUntil };
     }
-    return { type: 'granted', grant: { fencingToken: agreed.token, validUntil } };
+    return { type: 'granted', grant: { fencingToken: agreed.token, validUntil }, grantedBy: granted.map(({ instance }) => instance) };
   }
 
   private async acquireOn(instance: RedlockInstance, call: ReturnType<typeof acquireCall>): Promise<AcquireReply> {
@@ -362,12 +367,12 @@ export class RedlockBackend implements LockBackend {
     this.track(runCall(instance.client, releaseCall(request, false)).catch(() => undefined));
   }
 
-  /** Takes a writer's intent back on every instance, after the round in flight settled. */
-  private leaveQuietly(request: AcquireRequest, style: WaitStyle, after?: Promise<unknown>): void {
+  /** Takes a writer's intent back on every instance (or `instances`), after the round in flight settled. */
+  private leaveQuietly(request: AcquireRequest, style: WaitStyle, after?: Promise<unknown>, instances = this.instances): void {
     const call = leaveCall(request, style);
     if (!call) return;
     const settled = (after ?? Promise.resolve()).catch(() => undefined);
-    for (const instance of this.instances) {
+    for (const instance of instances) {
       this.track(settled.then(() => (instance.unreachable() ? undefined : runCall(instance.client, call))).catch(() => undefined));
     }
   }
