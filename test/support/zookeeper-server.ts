@@ -2,6 +2,7 @@ import { accessSync, constants, mkdirSync, mkdtempSync, rmSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { createClient } from 'node-zookeeper-client';
+import { containSocketHandlerErrors } from '../../lib/backends/zookeeper/owned-client';
 import { freeTestPort } from './free-port';
 import { ServerExitedError, SpawnedServer, spawnServer, stopServer, waitUntilReady } from './server-process';
 
@@ -185,6 +186,8 @@ function wrap(server: SpawnedServer, port: number, tickTime: number, dir: string
 export function grantsSession(connectionString: string, timeoutMs = 1_000): Promise<boolean> {
   return new Promise((resolve) => {
     const client = createClient(connectionString, { sessionTimeout: 2_000, spinDelay: 100 });
+    // Closed before connecting, the client can misread a late connect reply and throw from its socket handler.
+    containSocketHandlerErrors(client);
     const timer = setTimeout(() => finish(false), timeoutMs);
     const finish = (ok: boolean) => {
       clearTimeout(timer);

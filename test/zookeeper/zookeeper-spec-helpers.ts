@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Client, createClient, Stat } from 'node-zookeeper-client';
+import { containSocketHandlerErrors } from '../../lib/backends/zookeeper/owned-client';
 import type { AcquireRequest, HeldLock, LockGrant } from '../../lib/backends/lock-backend.interface';
 import type { ZooKeeperLockState } from '../../lib/backends/zookeeper/zookeeper-lock-state';
 import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper-lock.backend';
@@ -28,6 +29,7 @@ export class AdminClient {
 
   static connect(connectionString: string, sessionTimeout = 10_000): Promise<AdminClient> {
     const client = createClient(connectionString, { sessionTimeout, spinDelay: 100 });
+    containSocketHandlerErrors(client);
     return new Promise((resolve) => {
       client.once('connected', () => resolve(new AdminClient(client)));
       client.connect();

@@ -3,8 +3,8 @@ import { performance } from 'node:perf_hooks';
 
 /**
  * What we do to node-zookeeper-client clients the backend creates itself (never to an application's client),
- * through its private ConnectionManager, to make up for two gaps in the library: it has no read timeout, and
- * it misbehaves when closed before it has connected.
+ * through its private ConnectionManager, to make up for gaps in the library: it has no read timeout, it
+ * misbehaves when closed before it has connected, and it can throw from its socket handler on a reply it misreads.
  */
 
 /** node-zookeeper-client's private ConnectionManager states. */
@@ -64,6 +64,24 @@ export function dropSilentConnections(client: Client): () => void {
   return () => {
     clearInterval(timer);
     manager.removeListener('state', heard);
+  };
+}
+
+/**
+ * node-zookeeper-client sometimes misreads a reply and throws from its socket handler ("Unknown code:
+ * -615055360"; its issues #23 and #70), which would crash the process. Treat that as a lost connection
+ * instead: pending requests fail with CONNECTION_LOSS and the client reconnects. Call before connect().
+ */
+export function containSocketHandlerErrors(client: Client): void {
+  const manager = internalsOf(client);
+  if (!manager) return;
+  const onSocketData = manager.onSocketData;
+  manager.onSocketData = function (this: ConnectionManagerInternals, buffer: Buffer) {
+    try {
+      return onSocketData.call(this, buffer);
+    } catch {
+      this.socket?.destroy();
+    }
   };
 }
 

@@ -1,7 +1,7 @@
 import type { Client, Event as ZkEvent, State, Stat } from 'node-zookeeper-client';
 import { LockBackendError } from '../../errors';
 import { loadOptionalPackage } from '../shared/optional-require';
-import { closeOwnedClient, dropSilentConnections } from './owned-client';
+import { closeOwnedClient, containSocketHandlerErrors, dropSilentConnections } from './owned-client';
 import { isZkError, ZK_ERROR } from './zookeeper-errors';
 
 /** Codes of node-zookeeper-client's State objects (ZooKeeper's KeeperState). */
@@ -71,6 +71,7 @@ export class ZooKeeperSession {
       this.ownsClient = true;
       this.client = this.makeClient();
       this.attach(this.client);
+      containSocketHandlerErrors(this.client);
       this.stopSilenceWatch = dropSilentConnections(this.client);
       this.client.connect();
     }
@@ -244,6 +245,7 @@ export class ZooKeeperSession {
       this.stopSilenceWatch?.();
       this.client = this.makeClient!();
       this.attach(this.client);
+      containSocketHandlerErrors(this.client);
       this.stopSilenceWatch = dropSilentConnections(this.client);
       this.client.connect();
     } else {
