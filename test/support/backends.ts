@@ -81,7 +81,8 @@ export function connectBackend(kind: BackendKind, address: string): BackendUnder
   }
 }
 
-function own(backend: LockBackend, closeClient: () => Promise<void> | void = () => undefined): BackendUnderTest {
+/** A backend plus the client it was given, closed together once (backend first). */
+export function own(backend: LockBackend, closeClient: () => Promise<void> | void = () => undefined): BackendUnderTest {
   let closing: Promise<void> | undefined;
   return {
     backend,

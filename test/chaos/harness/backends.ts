@@ -1,6 +1,6 @@
 import { Etcd3 } from 'etcd3';
 import { EtcdLockBackend } from '../../../lib/backends/etcd/etcd-lock.backend';
-import { BackendUnderTest, connectBackend } from '../../support/backends';
+import { BackendUnderTest, connectBackend, own } from '../../support/backends';
 
 /**
  * The backends a chaos scenario can point at. memory, redis, etcd and redlock go through the shared test
@@ -22,7 +22,7 @@ export function connectChaosBackend(kind: ChaosBackendKind, address: string): Ba
       if (hosts.length === 1) return connectBackend('etcd', address);
       const client = new Etcd3({ hosts });
       const backend = new EtcdLockBackend({ client });
-      return closingBoth(backend, async () => client.close());
+      return own(backend, () => client.close());
     }
     case 'redlock':
       return connectBackend('redlock', address);
@@ -32,19 +32,4 @@ export function connectChaosBackend(kind: ChaosBackendKind, address: string): Ba
       return connectZooKeeperBackend(address);
     }
   }
-}
-
-function closingBoth(backend: BackendUnderTest['backend'], closeClient: () => Promise<void>): BackendUnderTest {
-  let closing: Promise<void> | undefined;
-  return {
-    backend,
-    close: () =>
-      (closing ??= (async () => {
-        try {
-          await backend.close();
-        } finally {
-          await closeClient();
-        }
-      })()),
-  };
 }
