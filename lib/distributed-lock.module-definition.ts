@@ -1,4 +1,5 @@
-import { ConfigurableModuleBuilder } from '@nestjs/common';
+import { ConfigurableModuleBuilder, Type } from '@nestjs/common';
+import { LockInterceptor } from './interceptors/lock.interceptor';
 import type { LockBackend } from './backends/lock-backend.interface';
 import type { LockServiceOptions } from './lock-options';
 import type { LockObservabilityOptions } from './observability/lock-observability';
@@ -7,6 +8,14 @@ import type { LockObservabilityOptions } from './observability/lock-observabilit
 export interface DistributedLockModuleOptions extends LockServiceOptions, LockObservabilityOptions {
   /** Where locks live. Default: a new in-process MemoryLockBackend (one process only; for development and tests). */
   backend?: LockBackend;
+}
+
+/** Options of `forRoot()` and `forRootAsync()` that shape the module itself, so they cannot come from a factory. */
+export interface DistributedLockModuleExtras {
+  /** Registers the module globally: LockService and @WithLock work in every module without importing this one. */
+  isGlobal?: boolean;
+  /** A subclass of LockInterceptor that changes how @WithLock resolves keys or answers lock failures. */
+  lockInterceptor?: Type<LockInterceptor>;
 }
 
 /** Implemented by a class given to `forRootAsync({ useClass })`. */
@@ -22,5 +31,11 @@ export const {
 } = new ConfigurableModuleBuilder<DistributedLockModuleOptions>({ moduleName: 'DistributedLock' })
   .setClassMethodName('forRoot')
   .setFactoryMethodName('createDistributedLockOptions')
-  .setExtras({ isGlobal: false }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
+  .setExtras<DistributedLockModuleExtras>({ isGlobal: false }, (definition, extras) => ({
+    ...definition,
+    global: extras.isGlobal,
+    // Provided here rather than in @Module so that a subclass can take its place.
+    providers: [...(definition.providers ?? []), { provide: LockInterceptor, useClass: extras.lockInterceptor ?? LockInterceptor }],
+    exports: [...(definition.exports ?? []), LockInterceptor],
+  }))
   .build();

@@ -30,6 +30,7 @@ export { WithLock } from './decorators/with-lock.decorator';
 export type { LockKeys, LockKeyFactory, WithLockMetadata } from './decorators/with-lock-metadata';
 export { CurrentLock } from './decorators/current-lock.decorator';
 export { LockInterceptor } from './interceptors/lock.interceptor';
+export { LockModuleMissingError } from './interceptors/locked-handler';
 export { METHOD_CONTEXT_TYPE } from './explorer/locked-method';
 export { encodeKeyPart } from './key-template/encode-key-part';
 export { InvalidKeyTemplateError } from './key-template/invalid-key-template.error';

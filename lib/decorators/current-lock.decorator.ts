@@ -2,11 +2,17 @@ import { createParamDecorator } from '@nestjs/common';
 import { currentLockScope } from '../context/lock-context';
 
 /**
- * Injects the handler's LockHandle (its `signal`, `fencingToken`, `renewals$`), or, when `@WithLock` names
- * several keys, a `ReadonlyMap<key, LockHandle>` in acquisition (sorted) order. Undefined without `@WithLock`.
+ * Read outside a @WithLock handler (the handler wrapper fills the parameter itself, once the lock is held,
+ * since Nest resolves parameters before the handler runs).
  */
-export const CurrentLock = createParamDecorator((_data: unknown) => {
+export const currentLockFactory = (_data: unknown): unknown => {
   const handles = currentLockScope()?.handlerLocks;
   if (!handles) return undefined;
   return handles.size === 1 ? handles.values().next().value : handles;
-});
+};
+
+/**
+ * Injects the handler's LockHandle (its `signal`, `fencingToken`, `renewals$`), or, when `@WithLock` names
+ * several keys, a `ReadonlyMap<key, LockHandle>` in acquisition (sorted) order. Undefined without `@WithLock`.
+ */
+export const CurrentLock = createParamDecorator(currentLockFactory);

@@ -1,6 +1,5 @@
-import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
 import { WITH_LOCK_METADATA } from '../distributed-lock.constants';
-import { LockInterceptor } from '../interceptors/lock.interceptor';
+import { lockAllHandlers, lockHandler } from '../interceptors/locked-handler';
 import { InvalidKeyTemplateError } from '../key-template/invalid-key-template.error';
 import { parseKeyTemplate } from '../key-template/parse-key-template';
 import type { LockOptions } from '../lock-options';
@@ -11,10 +10,23 @@ import type { LockKeys, WithLockMetadata } from './with-lock-metadata';
  * Runs a controller handler (or every handler of a controller), or a provider method, while holding the
  * lock(s) named by `keys`: `'file:<<id>>'`, `['account:<<from>>', 'account:<<to>>']`, or `(context) => key`.
  * Templates are parsed here, so a malformed one fails when the app starts.
+ *
+ * The handler is wrapped here too (see locked-handler.ts): the lock is taken after guards, interceptors and
+ * pipes have run, and held around the handler and the Observable it returns.
  */
 export function WithLock(keys: LockKeys, options: LockOptions = {}): ClassDecorator & MethodDecorator {
   const metadata = compileWithLock(keys, options);
-  return applyDecorators(SetMetadata(WITH_LOCK_METADATA, metadata), UseInterceptors(LockInterceptor));
+  return ((target: object, methodName?: string | symbol, descriptor?: PropertyDescriptor) => {
+    if (descriptor) {
+      // Also on the original: the provider explorer and Reflector users may hold either function.
+      if (typeof descriptor.value === 'function') Reflect.defineMetadata(WITH_LOCK_METADATA, metadata, descriptor.value);
+      descriptor.value = lockHandler(target, methodName!, descriptor.value, metadata, true);
+      return descriptor;
+    }
+    Reflect.defineMetadata(WITH_LOCK_METADATA, metadata, target);
+    lockAllHandlers(target as Function, metadata);
+    return target;
+  }) as ClassDecorator & MethodDecorator;
 }
 
 function compileWithLock(keys: LockKeys, options: LockOptions): WithLockMetadata {

@@ -6,6 +6,7 @@ import { LOGGER_CONTEXT } from '../distributed-lock.constants';
 import { LockService } from '../lock.service';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
 import { createLockedMethod, isLockedMethod } from './locked-method';
+import { isLockedHandler, LockedCallPipe, LockModuleMissingError } from '../interceptors/locked-handler';
 
 /**
  * Interceptors only reach route handlers, so `@WithLock` methods of ordinary providers are found here,
@@ -25,6 +26,22 @@ export class LockExplorer implements OnModuleInit {
 
   onModuleInit(): void {
     for (const wrapper of this.discovery.getProviders()) this.explore(wrapper);
+    for (const wrapper of this.discovery.getControllers()) this.checkController(wrapper);
+  }
+
+  /** A @WithLock controller whose module cannot see this module fails now, not on its first request. */
+  private checkController(wrapper: InstanceWrapper): void {
+    const controller = wrapper.metatype as Function | undefined;
+    if (!controller?.prototype) return;
+    const locked = this.scanner.getAllMethodNames(controller.prototype).filter((name) => isLockedHandler(controller.prototype[name]));
+    if (locked.length === 0) return;
+    const pipe = wrapper.host?.injectables.get(LockedCallPipe)?.instance as LockedCallPipe | undefined;
+    if (pipe && !pipe.interceptor) {
+      throw new LockModuleMissingError(
+        `@WithLock on ${controller.name}.${locked[0]} has no LockService: import DistributedLockModule.forRoot(...) into ` +
+          `${wrapper.host?.name ?? 'its module'}, or register it once with { isGlobal: true }.`,
+      );
+    }
   }
 
   private explore(wrapper: InstanceWrapper): void {

@@ -2,6 +2,7 @@ import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-hos
 import { defer, isObservable, Observable } from 'rxjs';
 import type { WithLockMetadata } from '../decorators/with-lock-metadata';
 import { lockedObservable, lockedPromise } from '../interceptors/locked-call';
+import { unwrapLockedHandler } from '../interceptors/locked-handler';
 import { compileArgumentLookup } from '../key-template/argument-lookup';
 import { renderKeyTemplate } from '../key-template/render-key-template';
 import type { LockService } from '../lock.service';
@@ -31,7 +32,8 @@ export function isLockedMethod(method: unknown): boolean {
  * result or error. Placeholders are checked here, at startup.
  */
 export function createLockedMethod(locks: LockService, metadata: WithLockMetadata, target: LockedMethodTarget): Function {
-  const original = (target.instance as Record<string, Function>)[target.methodName];
+  // Under @WithLock's handler wrapper, which only forwards for provider methods; parameter names are read from it.
+  const original = unwrapLockedHandler((target.instance as Record<string, Function>)[target.methodName]);
   const keysFor = compileKeys(metadata, original, target);
   const returnsObservable =
     target.returnType === Observable || (typeof target.returnType === 'function' && target.returnType.prototype instanceof Observable);

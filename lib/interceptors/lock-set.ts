@@ -58,6 +58,15 @@ export class LockSet {
     return signals.length === 1 ? signals[0] : AbortSignal.any(signals);
   }
 
+  /** The LockLostError of a lock of this set that is lost already, if any. */
+  lostError(): unknown {
+    let lost: unknown;
+    for (const handle of this.handles.values()) {
+      if (handle.state === 'lost') handle.onLost((error) => (lost ??= error))();
+    }
+    return lost;
+  }
+
   /** Calls `listener` once, with its LockLostError, when any of the locks is lost; returns a remover. */
   onLost(listener: (error: unknown) => void): () => void {
     let called = false;

@@ -1,6 +1,7 @@
 import { CallHandler, ExecutionContext, HttpException, Injectable, NestInterceptor, Optional } from '@nestjs/common';
 import { HttpAdapterHost, Reflector } from '@nestjs/core';
-import { catchError, Observable, throwError } from 'rxjs';
+import { catchError, isObservable, Observable, throwError } from 'rxjs';
+import { currentLockScope, runInLockScope } from '../context/lock-context';
 import type { WithLockMetadata } from '../decorators/with-lock-metadata';
 import { REQUEST_LOCKS, WITH_LOCK_METADATA } from '../distributed-lock.constants';
 import { LockTimeoutError } from '../errors';
@@ -8,7 +9,8 @@ import { contextLookup } from '../key-template/context-lookup';
 import { PlaceholderLookup, renderKeyTemplate } from '../key-template/render-key-template';
 import { LockService } from '../lock.service';
 import { describeLockError, LockErrorResponse } from './lock-error-response';
-import { lockedObservable } from './locked-call';
+import { LockSet } from './lock-set';
+import { enterHandlerScope, heldUntilDone, lockedObservable, runWhileHeld } from './locked-call';
 
 /**
  * Applied by `@WithLock`. Acquires the handler's key(s) before it runs and releases them when its
@@ -43,6 +45,61 @@ export class LockInterceptor implements NestInterceptor {
       },
       { requestId: this.requestIdOf(context) },
     ).pipe(catchError((error: unknown) => throwError(() => this.mapError(error, context))));
+  }
+
+  /**
+   * Runs one call of a `@WithLock` handler: `handler` runs once the keys are held, in their lock scope.
+   * Resolves with its result; an Observable result comes back wrapped so that it holds the lock until it ends.
+   * Rejects with what `mapError` makes of a lock failure or of the handler's own error.
+   */
+  runHandler(context: ExecutionContext, metadata: WithLockMetadata, handler: (locks: LockSet) => unknown): Promise<unknown> {
+    return runInLockScope(() => this.lockAndRun(context, metadata, handler), { requestId: this.requestIdOf(context) });
+  }
+
+  private async lockAndRun(context: ExecutionContext, metadata: WithLockMetadata, handler: (locks: LockSet) => unknown): Promise<unknown> {
+    let locks: LockSet;
+    try {
+      locks = await LockSet.acquire(this.locks, this.resolveKeys(context, metadata), metadata.options, this.cancelWhenClientLeaves(context));
+    } catch (error) {
+      throw this.mapError(error, context);
+    }
+    enterHandlerScope(locks);
+    if (context.getType() === 'http') context.switchToHttp().getRequest()[REQUEST_LOCKS] = locks.handles;
+    let result: unknown;
+    try {
+      result = await runWhileHeld(locks, () => handler(locks));
+    } catch (error) {
+      await locks.release();
+      throw this.mapError(error, context);
+    }
+    if (isObservable(result)) return this.holdWhileStreaming(result, locks, context);
+    await locks.release();
+    return result;
+  }
+
+  private holdWhileStreaming(result: Observable<unknown>, locks: LockSet, context: ExecutionContext): Observable<unknown> {
+    const held = heldUntilDone(result, locks, currentLockScope()!, (error) => this.mapError(error, context));
+    if (context.getType() !== 'http') return held;
+    // Nest drops an SSE result unsubscribed when the response has ended meanwhile: release with the response then.
+    let subscribed = false;
+    rawResponse(context)?.once?.('close', () => subscribed || void locks.release());
+    return new Observable((subscriber) => {
+      subscribed = true;
+      return held.subscribe(subscriber);
+    });
+  }
+
+  /** Cancels a queued HTTP request's wait when its client disconnects. Only built when the request has to wait. */
+  private cancelWhenClientLeaves(context: ExecutionContext): (() => AbortSignal) | undefined {
+    if (context.getType() !== 'http') return undefined;
+    return () => {
+      const controller = new AbortController();
+      const response = rawResponse(context);
+      response?.once?.('close', () => {
+        if (!response.writableFinished) controller.abort(new Error('the client disconnected while waiting for the lock'));
+      });
+      return controller.signal;
+    };
   }
 
   /**
@@ -101,6 +158,12 @@ export class LockInterceptor implements NestInterceptor {
     if (adapter) adapter.setHeader(response, name, value);
     else response?.setHeader?.(name, value);
   }
+}
+
+/** The Node response under Express's (the same object) or Fastify's (`reply.raw`). */
+function rawResponse(context: ExecutionContext): { once?: (event: string, listener: () => void) => unknown; writableFinished?: boolean } | undefined {
+  const response = context.switchToHttp().getResponse();
+  return response?.raw ?? response;
 }
 
 /**

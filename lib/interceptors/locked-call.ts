@@ -1,6 +1,6 @@
 import { MonoTypeOperatorFunction, Observable, Subscription } from 'rxjs';
 import { raceAbort } from '../backends/shared/abort';
-import { currentLockScope, runInLockScope } from '../context/lock-context';
+import { currentLockScope, LockScope, lockScopeStorage, runInLockScope } from '../context/lock-context';
 import type { LockOptions } from '../lock-options';
 import type { LockService } from '../lock.service';
 import { LockSet } from './lock-set';
@@ -96,8 +96,58 @@ export function lockedPromise<T>(
   });
 }
 
+/**
+ * Runs `work` while `locks` are held. A result that is a promise is raced against the loss of a lock, so a
+ * lost lock is reported at once, not when the work finishes. Throws the LockLostError without running the
+ * work when a lock was lost already (a slow grant).
+ */
+export function runWhileHeld(locks: LockSet, work: () => unknown): unknown {
+  const lostAlready = locks.lostError();
+  if (lostAlready) throw lostAlready;
+  const result = work();
+  if (!isThenable(result)) return result;
+  return new Promise((resolve, reject) => {
+    const stopWatching = locks.onLost(reject);
+    result.then(
+      (value) => {
+        stopWatching();
+        resolve(value);
+      },
+      (error: unknown) => {
+        stopWatching();
+        reject(error);
+      },
+    );
+  });
+}
+
+/**
+ * Holds `locks` while `source` runs: released when it completes, errors or is unsubscribed, and before
+ * completion or an error is forwarded. Errors at once with the LockLostError when a lock is lost. The source
+ * is subscribed in `scope`, so code it runs sees the locks. `mapError` rewrites the error it forwards.
+ */
+export function heldUntilDone<T>(source: Observable<T>, locks: LockSet, scope: LockScope, mapError: (error: unknown) => unknown): Observable<T> {
+  return new Observable<T>((subscriber) => {
+    const inner = lockScopeStorage.run(scope, () =>
+      source.pipe(failWhenLost(locks)).subscribe({
+        next: (value) => subscriber.next(value),
+        error: (error: unknown) => void locks.release().then(() => subscriber.error(mapError(error))),
+        complete: () => void locks.release().then(() => subscriber.complete()),
+      }),
+    );
+    return () => {
+      inner.unsubscribe();
+      void locks.release();
+    };
+  });
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
+}
+
 /** Makes the locks visible to nested acquisitions, `LockService.current()` and `@CurrentLock()`. */
-function enterHandlerScope(locks: LockSet): void {
+export function enterHandlerScope(locks: LockSet): void {
   locks.register();
   currentLockScope()!.handlerLocks = locks.handles;
 }

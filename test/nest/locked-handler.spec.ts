@@ -1,0 +1,247 @@
+import {
+  ArgumentMetadata,
+  BadRequestException,
+  Controller,
+  Get,
+  Injectable,
+  INestApplication,
+  Module,
+  Param,
+  PipeTransform,
+  UseInterceptors,
+  CallHandler,
+  ExecutionContext,
+  NestInterceptor,
+} from '@nestjs/common';
+import { PATH_METADATA } from '@nestjs/common/constants';
+import { Test } from '@nestjs/testing';
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Observable, tap } from 'rxjs';
+import request from 'supertest';
+import { MemoryLockBackend } from '../../lib/backends/memory/memory-lock.backend';
+import { CurrentLock } from '../../lib/decorators/current-lock.decorator';
+import { WithLock } from '../../lib/decorators/with-lock.decorator';
+import { WITH_LOCK_METADATA } from '../../lib/distributed-lock.constants';
+import { DistributedLockModule } from '../../lib/distributed-lock.module';
+import { LockTimeoutError } from '../../lib/errors';
+import { LockInterceptor } from '../../lib/interceptors/lock.interceptor';
+import { LockModuleMissingError } from '../../lib/interceptors/locked-handler';
+import type { LockHandle } from '../../lib/lock-handle';
+import { LockService } from '../../lib/lock.service';
+import { RecordingBackend } from '../support/recording-backend';
+import { eventually, Gates } from './support/gates';
+
+/** Rejects ids that are not digits, like a ValidationPipe would. */
+@Injectable()
+class DigitsPipe implements PipeTransform {
+  transform(value: unknown, _metadata: ArgumentMetadata): unknown {
+    if (typeof value !== 'string' || !/^\d+$/.test(value)) throw new BadRequestException('id must be digits');
+    return value;
+  }
+}
+
+/** Records whether the lock was held while the interceptor ran before and after the handler. */
+@Injectable()
+class HeldProbeInterceptor implements NestInterceptor {
+  static seen: string[] = [];
+  constructor(private readonly locks: LockService) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const id = context.switchToHttp().getRequest().params.id as string;
+    return new Observable((subscriber) => {
+      void this.locks.isLocked(`probe:${id}`).then((before) => {
+        HeldProbeInterceptor.seen.push(`before:${before}`);
+        next
+          .handle()
+          .pipe(tap({ complete: () => HeldProbeInterceptor.seen.push('handler-done') }))
+          .subscribe(subscriber);
+      });
+    });
+  }
+}
+
+@Controller('base')
+class BaseController {
+  @Get(':id')
+  read(@Param('id') id: string, @CurrentLock() lock?: LockHandle) {
+    return { id, locked: lock?.key ?? null };
+  }
+}
+
+/** Class-level @WithLock on a subclass: the inherited handler is locked here, not in the base controller. */
+@Controller('derived')
+@WithLock('derived:<<id>>')
+class DerivedController extends BaseController {}
+
+@Controller('things')
+class ThingsController {
+  constructor(private readonly gates: Gates) {}
+
+  @Get('digits/:id')
+  @WithLock('digits:<<id>>')
+  digits(@Param('id', DigitsPipe) id: string, @CurrentLock() lock: LockHandle) {
+    return { id, key: lock.key };
+  }
+
+  @Get('probe/:id')
+  @UseInterceptors(HeldProbeInterceptor)
+  @WithLock('probe:<<id>>')
+  probe(@Param('id') id: string) {
+    return { id };
+  }
+
+  @Get('slow/:id')
+  @WithLock('slow:<<id>>', { waitTimeout: 20_000 })
+  async slow(@Param('id') id: string) {
+    await this.gates.pass(`slow:${id}`);
+    return { id };
+  }
+
+  @WithLock('busy:<<id>>', { waitTimeout: 0 })
+  @Get('busy/:id')
+  busy(@Param('id') id: string) {
+    return { id };
+  }
+}
+
+/** Changes only the Retry-After it advertises. */
+@Injectable()
+class PatientLockInterceptor extends LockInterceptor {
+  protected override retryAfterSeconds(_error: LockTimeoutError): number {
+    return 7;
+  }
+}
+
+describe('@WithLock handler wrapper', () => {
+  let app: INestApplication;
+  let base: string;
+  let locks: LockService;
+  let backend: RecordingBackend;
+  let gates: Gates;
+
+  async function start(imports = [DistributedLockModule.forRoot({ backend, defaults: { ttl: 5_000, waitTimeout: 5_000 } })]) {
+    const moduleRef = await Test.createTestingModule({
+      imports,
+      controllers: [BaseController, DerivedController, ThingsController],
+      providers: [{ provide: Gates, useValue: gates }, HeldProbeInterceptor],
+    }).compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    await app.listen(0, '127.0.0.1');
+    base = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
+    locks = app.get(LockService);
+  }
+
+  const waitersOn = async (key: string) => (await (backend.inner as MemoryLockBackend).inspect('locks', key)).waiters?.length;
+
+  beforeEach(() => {
+    gates = new Gates();
+    backend = new RecordingBackend(new MemoryLockBackend());
+    HeldProbeInterceptor.seen = [];
+  });
+
+  afterEach(async () => {
+    gates.openAll();
+    await app?.close();
+  });
+
+  it('only forwards when the method is called directly, and keeps its name, length and metadata', () => {
+    const controller = new ThingsController(gates);
+    expect(controller.busy('5')).toEqual({ id: '5' });
+    expect(ThingsController.prototype.busy.name).toBe('busy');
+    expect(ThingsController.prototype.digits.length).toBe(2);
+    // @Get ran after @WithLock on busy, and before it on digits: both reach the function Nest routes to.
+    expect(Reflect.getMetadata(PATH_METADATA, ThingsController.prototype.busy)).toBe('busy/:id');
+    expect(Reflect.getMetadata(PATH_METADATA, ThingsController.prototype.digits)).toBe('digits/:id');
+    expect(Reflect.getMetadata(WITH_LOCK_METADATA, ThingsController.prototype.digits)).toBeDefined();
+  });
+
+  it('locks an inherited handler under a class-level @WithLock, and leaves the base controller unlocked', async () => {
+    await start();
+    expect((await request(base).get('/derived/3')).body).toEqual({ id: '3', locked: 'derived:3' });
+    expect((await request(base).get('/base/3')).body).toEqual({ id: '3', locked: null });
+    expect(backend.calls.tryAcquire + backend.calls.acquire).toBe(1);
+  });
+
+  it('fills @CurrentLock after the parameter pipes ran, and takes no lock when a pipe rejects the request', async () => {
+    await start();
+    expect((await request(base).get('/things/digits/12')).body).toEqual({ id: '12', key: 'digits:12' });
+    const before = backend.serverCalls;
+    const rejected = await request(base).get('/things/digits/x1');
+    expect(rejected.status).toBe(400);
+    expect(rejected.body.message).toBe('id must be digits');
+    expect(backend.serverCalls).toBe(before);
+  });
+
+  it('holds the lock around the handler only: interceptors run before it is taken', async () => {
+    await start();
+    expect((await request(base).get('/things/probe/4')).status).toBe(200);
+    expect(HeldProbeInterceptor.seen).toEqual(['before:false', 'handler-done']);
+    expect(await locks.isLocked('probe:4')).toBe(false);
+  });
+
+  it('cancels the wait of a queued request whose client disconnects', async () => {
+    await start();
+    const first = request(base).get('/things/slow/1').then((response) => response);
+    await gates.entered('slow:1');
+    const queued = httpRequest(`${base}/things/slow/1`);
+    queued.on('error', () => undefined);
+    queued.end();
+    await eventually(async () => await waitersOn('slow:1') === 1, 10_000, 'the second request queued');
+    queued.destroy();
+    await eventually(async () => await waitersOn('slow:1') === 0, 10_000, 'the abandoned wait was cancelled');
+    gates.open('slow:1');
+    expect((await first).status).toBe(200);
+    // Nobody took the lock after the holder: the abandoned request never ran.
+    expect(await locks.isLocked('slow:1')).toBe(false);
+  });
+
+  it('answers through the LockInterceptor subclass given to forRoot', async () => {
+    await start([
+      DistributedLockModule.forRoot({ backend, defaults: { ttl: 5_000, waitTimeout: 5_000 }, lockInterceptor: PatientLockInterceptor }),
+    ]);
+    const held = await locks.acquire('busy:9');
+    const response = await request(base).get('/things/busy/9');
+    expect(response.status).toBe(409);
+    expect(response.headers['retry-after']).toBe('7');
+    await held.release();
+    expect((await request(base).get('/things/busy/9')).status).toBe(200);
+  });
+
+  it('accepts the LockInterceptor subclass from forRootAsync too', async () => {
+    await start([
+      DistributedLockModule.forRootAsync({
+        useFactory: () => ({ backend, defaults: { ttl: 5_000, waitTimeout: 5_000 } }),
+        lockInterceptor: PatientLockInterceptor,
+      }),
+    ]);
+    const held = await locks.acquire('busy:10');
+    expect((await request(base).get('/things/busy/10')).headers['retry-after']).toBe('7');
+    await held.release();
+  });
+});
+
+describe('@WithLock in a module that cannot see DistributedLockModule', () => {
+  @Controller('orphan')
+  class OrphanController {
+    @Get(':id')
+    @WithLock('orphan:<<id>>')
+    get(@Param('id') id: string) {
+      return { id };
+    }
+  }
+
+  @Module({ controllers: [OrphanController] })
+  class OrphanModule {}
+
+  it('fails at startup, naming the module to import it into', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [DistributedLockModule.forRoot({ backend: new MemoryLockBackend() }), OrphanModule],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    const failure = app.init();
+    await expect(failure).rejects.toBeInstanceOf(LockModuleMissingError);
+    await expect(failure).rejects.toThrow(/OrphanController\.get .*import DistributedLockModule\.forRoot\(\.\.\.\) into OrphanModule/);
+    await app.close();
+  });
+});
