@@ -201,12 +201,17 @@ export class LockHandle implements AsyncDisposable {
   private async doRelease(): Promise<void> {
     const wasHeld = this.currentState === 'held';
     if (wasHeld) this.currentState = 'released';
-    await this.watchdog.stop();
+    const stopping = this.watchdog.stop();
+    if (stopping) await stopping;
     if (this.renewing > 0) await this.renewalChain;
     try {
-      const deletion = withDeadline(this.backend.release(this.lock), this.operationTimeout, () =>
-        this.backendError('release', `no reply within ${this.operationTimeout} ms; the lock will expire after its ttl`),
-      );
+      const attempt = this.backend.release(this.lock);
+      // An in-process backend answers without I/O, so it needs no deadline timer.
+      const deletion = this.backend.inProcess
+        ? attempt
+        : withDeadline(attempt, this.operationTimeout, () =>
+            this.backendError('release', `no reply within ${this.operationTimeout} ms; the lock will expire after its ttl`),
+          );
       if (wasHeld) {
         await deletion.catch((error) => {
           throw error instanceof LockError ? error : this.backendError('release', String(error), error);

@@ -39,6 +39,11 @@ const MAX_TIMER_DELAY = 2_147_483_647;
 /** How long past `waitTimeout` the core waits for a backend that ignores its abort signal before giving up on it. */
 const BACKEND_ABORT_GRACE_MS = 1_000;
 
+interface TypedEventListener {
+  readonly types: ReadonlySet<LockEvent['type']>;
+  readonly listener: (event: LockEvent) => void;
+}
+
 /**
  * Acquires, renews and releases locks on one backend. Usable on its own, or injected by DistributedLockModule.
  * Every key is namespaced under `keyPrefix`; every call has a deadline; every handle it hands out is released on `close()`.
@@ -53,6 +58,8 @@ export class LockService {
    */
   readonly events$: Observable<LockEvent>;
   private readonly eventSubject = new Subject<LockEvent>();
+  /** Listeners that said which event types they use (the module's logger); the others are not built for them. */
+  private readonly typedListeners = new Set<TypedEventListener>();
   private readonly instrumentations: LockInstrumentation[] = [];
   private readonly defaults: LockOptions | undefined;
   private readonly operationTimeout: number;
@@ -275,6 +282,7 @@ export class LockService {
       await Promise.allSettled([...this.handles].map((handle) => handle.release()));
       await this.backend.close();
       this.eventSubject.complete();
+      this.typedListeners.clear();
     })();
     return this.closing;
   }
@@ -367,10 +375,10 @@ export class LockService {
       maxHold: resolved.maxHold,
       onEnd: (ended) => this.handles.delete(ended),
       // Nobody listens: skip events for this handle altogether.
-      ...(this.eventSubject.observed && { lifecycle: this.lifecycle }),
+      ...(this.tracksHandles() && { lifecycle: this.lifecycle }),
     });
     this.handles.add(handle);
-    if (this.eventSubject.observed) this.report(handle, request, resolved.family, Math.round(monotonicNow() - started));
+    if (this.tracksHandles()) this.report(handle, request, resolved.family, Math.round(monotonicNow() - started));
     return handle;
   }
 
@@ -388,7 +396,7 @@ export class LockService {
   private report(handle: LockHandle, request: AcquireRequest, family: string, waitTime: number): void {
     const base = this.eventBase(request, family);
     this.eventBases.set(handle, base);
-    this.emit({ type: 'acquired', ...base, waitTime, fencingToken: handle.fencingToken, expiresAt: handle.expiresAt });
+    if (this.wants('acquired')) this.emit({ type: 'acquired', ...base, waitTime, fencingToken: handle.fencingToken, expiresAt: handle.expiresAt });
   }
 
   /**
@@ -417,7 +425,7 @@ export class LockService {
       const base = this.eventBases.get(handle);
       if (!base) return;
       this.eventBases.delete(handle);
-      this.emit({ ...base, type: 'released', at: Date.now(), fencingToken: handle.fencingToken, holdTime: Date.now() - handle.acquiredAt });
+      if (this.wants('released')) this.emit({ ...base, type: 'released', at: Date.now(), fencingToken: handle.fencingToken, holdTime: Date.now() - handle.acquiredAt });
     },
   };
 
@@ -435,8 +443,29 @@ export class LockService {
     };
   }
 
+  /**
+   * @internal Like subscribing to events$, for a listener that uses only some event types: the others are
+   * then not even built for it. The module's logger uses it, so that a grant costs no debug line nobody sees.
+   */
+  listenToEvents(types: Iterable<LockEvent['type']>, listener: (event: LockEvent) => void): () => void {
+    const entry: TypedEventListener = { types: new Set(types), listener };
+    this.typedListeners.add(entry);
+    return () => this.typedListeners.delete(entry);
+  }
+
+  private tracksHandles(): boolean {
+    return this.eventSubject.observed || this.typedListeners.size > 0;
+  }
+
+  private wants(type: LockEvent['type']): boolean {
+    if (this.eventSubject.observed) return true;
+    for (const entry of this.typedListeners) if (entry.types.has(type)) return true;
+    return false;
+  }
+
   private emit(event: LockEvent): void {
     this.eventSubject.next(event);
+    for (const entry of this.typedListeners) if (entry.types.has(event.type)) entry.listener(event);
   }
 
   private call<T>(operation: string, work: Promise<T>): Promise<T> {

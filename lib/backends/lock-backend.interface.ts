@@ -29,6 +29,8 @@ export interface LockBackend {
    */
   readonly tryBeforeWait?: boolean;
 
+  /** True for in-process backends (memory): their calls do no I/O, so the core sets no deadline timers on them. */
+  readonly inProcess?: boolean;
   /**
    * In-process backends only: grants at once if the key is free and nobody queues, else returns null, all
    * synchronously. The core then calls `acquire` in the same tick, so arrival order is kept exactly, and an

@@ -24,12 +24,11 @@ const LEVELS: Record<LockEvent['type'], Level> = {
 export function attachLockLogger(locks: LockService, logger: LoggerService = new Logger(LOGGER_CONTEXT)): () => void {
   const write = writerFor(logger);
   const enabled = levelCheckFor(logger);
-  const subscription = locks.events$.subscribe((event) => {
-    const level = LEVELS[event.type];
-    // Formatting a line nobody will see costs more than the lock itself on the memory backend.
-    if (enabled(level)) write(level, describeLockEvent(event));
-  });
-  return () => subscription.unsubscribe();
+  // Only the event types whose level is on are even built: a debug line per grant nobody sees costs more than
+  // the lock itself on the memory backend. Levels are read now; Nest sets them when the app is created.
+  const types = (Object.keys(LEVELS) as LockEvent['type'][]).filter((type) => enabled(LEVELS[type]));
+  const stop = locks.listenToEvents(types, (event) => write(LEVELS[event.type], describeLockEvent(event)));
+  return stop;
 }
 
 /**

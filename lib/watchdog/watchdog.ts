@@ -34,10 +34,14 @@ export class Watchdog implements ScheduledRenewal {
   }
 
   /** Stops scheduling and waits for a renewal in flight, so release never races a renewal. */
-  async stop(): Promise<void> {
+  /** Stops renewing; returns a promise only when a renewal is in flight, to wait for it. */
+  stop(): Promise<void> | undefined {
     this.stopped = true;
     this.scheduler.cancel(this);
-    if (this.inFlight) await this.inFlight.catch(() => undefined);
+    return this.inFlight?.then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   /** Called by the scheduler when this lock's renewal is due. */

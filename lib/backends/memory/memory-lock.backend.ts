@@ -6,8 +6,10 @@ interface Holder {
   readonly request: AcquireRequest;
   readonly fencingToken: bigint;
   readonly since: number;
+  /** Epoch ms, for inspect(). */
   expiresAt: number;
-  timer: NodeJS.Timeout;
+  /** Monotonic ms: the holder is gone from then on, whether or not anyone has removed it yet. */
+  validUntil: number;
 }
 
 interface Waiter {
@@ -21,6 +23,11 @@ interface Waiter {
 interface KeyState {
   readonly holders: Map<string, Holder>;
   readonly queue: Waiter[];
+  /**
+   * Expired holders are dropped when the key is next touched. This timer, armed only while someone waits, wakes
+   * the queue when the first holder expires: an uncontended grant then sets no timer at all.
+   */
+  expiryTimer?: NodeJS.Timeout;
 }
 
 /**
@@ -30,6 +37,7 @@ interface KeyState {
 export class MemoryLockBackend implements LockBackend {
   readonly kind = 'memory';
   readonly address = 'in-process';
+  readonly inProcess = true;
   readonly supports = { readWrite: true, semaphore: true };
 
   private readonly keys = new Map<string, KeyState>();
@@ -40,7 +48,7 @@ export class MemoryLockBackend implements LockBackend {
   async tryAcquire(request: AcquireRequest): Promise<LockGrant | null> {
     this.assertOpen('tryAcquire');
     const id = stateId(request);
-    const state = this.keys.get(id);
+    const state = this.current(id);
     // Waiters are served first, in order: nobody overtakes the queue.
     if (state && (state.queue.length > 0 || !admits(state, request))) return null;
     return this.grant(id, request);
@@ -50,7 +58,7 @@ export class MemoryLockBackend implements LockBackend {
   grantIfFree(request: AcquireRequest): LockGrant | null {
     this.assertOpen('acquire');
     const id = stateId(request);
-    const state = this.keys.get(id);
+    const state = this.current(id);
     if (state && (state.queue.length > 0 || !admits(state, request))) return null;
     return this.grant(id, request);
   }
@@ -59,7 +67,7 @@ export class MemoryLockBackend implements LockBackend {
     if (this.closed) return Promise.reject(this.closedError('acquire'));
     if (signal.aborted) return Promise.reject(signal.reason);
     const id = stateId(request);
-    const state = this.keys.get(id);
+    const state = this.current(id);
     if (!state || (state.queue.length === 0 && admits(state, request))) return Promise.resolve(this.grant(id, request));
     return new Promise<LockGrant>((resolve, reject) => {
       const onAbort = () => {
@@ -80,18 +88,19 @@ export class MemoryLockBackend implements LockBackend {
       };
       signal.addEventListener('abort', onAbort, { once: true });
       state.queue.push(waiter);
+      this.armExpiry(id, state);
     });
   }
 
   async extend(lock: HeldLock, ttl: number): Promise<number | null> {
     this.assertOpen('extend');
     const id = stateId(lock);
-    const holder = this.keys.get(id)?.holders.get(lock.token);
+    const holder = this.current(id)?.holders.get(lock.token);
     if (!holder) return null;
-    clearTimeout(holder.timer);
-    holder.timer = this.expiryTimer(id, lock.token, ttl);
     holder.expiresAt = Date.now() + ttl;
-    return monotonicNow() + ttl;
+    holder.validUntil = monotonicNow() + ttl;
+    // An armed expiry timer now fires early, finds nothing expired and arms itself again.
+    return holder.validUntil;
   }
 
   async release(lock: HeldLock): Promise<boolean> {
@@ -101,7 +110,7 @@ export class MemoryLockBackend implements LockBackend {
 
   async isLocked(namespace: string, key: string): Promise<boolean> {
     this.assertOpen('isLocked');
-    return (this.keys.get(stateId({ namespace, key }))?.holders.size ?? 0) > 0;
+    return (this.current(stateId({ namespace, key }))?.holders.size ?? 0) > 0;
   }
 
   async inspect(namespace: string, key: string): Promise<BackendInspection> {
@@ -110,8 +119,8 @@ export class MemoryLockBackend implements LockBackend {
       ...(request.holder !== undefined && { holder: request.holder }),
       ...(request.permits !== undefined && { permits: request.permits }),
     });
-    const lock = this.keys.get(stateId({ namespace, key }));
-    const semaphore = this.keys.get(stateId({ namespace, key, permits: 1 }));
+    const lock = this.current(stateId({ namespace, key }));
+    const semaphore = this.current(stateId({ namespace, key, permits: 1 }));
     const states = [lock, semaphore].filter((state): state is KeyState => state !== undefined);
     return {
       holders: states.flatMap((state) =>
@@ -131,7 +140,7 @@ export class MemoryLockBackend implements LockBackend {
     this.closed = true;
     const error = new LockBackendError(this.kind, this.address, 'acquire', 'the backend was closed while waiting');
     for (const state of this.keys.values()) {
-      for (const holder of state.holders.values()) clearTimeout(holder.timer);
+      clearTimeout(state.expiryTimer);
       for (const waiter of state.queue) waiter.reject(error);
     }
     this.keys.clear();
@@ -144,52 +153,69 @@ export class MemoryLockBackend implements LockBackend {
       this.keys.set(id, state);
     }
     this.lastFencingToken += 1n;
+    const validUntil = monotonicNow() + request.ttl;
     state.holders.set(request.token, {
       request,
       fencingToken: this.lastFencingToken,
       since: Date.now(),
       expiresAt: Date.now() + request.ttl,
-      timer: this.expiryTimer(id, request.token, request.ttl),
+      validUntil,
     });
-    return { fencingToken: this.lastFencingToken, validUntil: monotonicNow() + request.ttl };
+    return { fencingToken: this.lastFencingToken, validUntil };
   }
 
-  private expiryTimer(id: string, token: string, ttl: number): NodeJS.Timeout {
-    const validUntil = monotonicNow() + ttl;
-    const expire = (): NodeJS.Timeout => {
-      // Timers may fire a little early on the monotonic clock; never free a lock before its validity ends.
-      const left = validUntil - monotonicNow();
-      const timer = left > 0 ? setTimeout(() => this.rearm(id, token, expire), Math.ceil(left)) : undefined;
-      timer?.unref();
-      return timer!;
-    };
-    const timer = setTimeout(() => this.rearm(id, token, expire), ttl);
-    timer.unref();
-    return timer;
+  /** The key's state with expired holders dropped (and the waiters they blocked admitted), or undefined. */
+  private current(id: string): KeyState | undefined {
+    const state = this.keys.get(id);
+    if (!state) return undefined;
+    const now = monotonicNow();
+    let expired = false;
+    for (const [token, holder] of state.holders) {
+      if (holder.validUntil <= now) {
+        state.holders.delete(token);
+        expired = true;
+      }
+    }
+    if (expired) this.admitWaiters(id, state);
+    return this.keys.get(id);
   }
 
-  /** Frees the lock when its validity has ended, or sets the holder's timer again for the rest of it. */
-  private rearm(id: string, token: string, expire: () => NodeJS.Timeout | undefined): void {
-    const holder = this.keys.get(id)?.holders.get(token);
-    if (!holder) return;
-    const again = expire();
-    if (again) holder.timer = again;
-    else this.remove(id, token);
+  /** Wakes the queue when the first holder's validity ends, if nobody releases before. */
+  private armExpiry(id: string, state: KeyState): void {
+    if (state.expiryTimer || state.holders.size === 0) return;
+    let first = Infinity;
+    for (const holder of state.holders.values()) first = Math.min(first, holder.validUntil);
+    // Timers may fire a little early on the monotonic clock; current() never frees a lock before its validity ends.
+    state.expiryTimer = setTimeout(() => {
+      state.expiryTimer = undefined;
+      if (this.keys.get(id) !== state) return;
+      this.current(id);
+      if (state.queue.length > 0) this.armExpiry(id, state);
+    }, Math.max(1, Math.ceil(first - monotonicNow())));
+    state.expiryTimer.unref();
   }
 
   /** Drops a holder and admits waiters from the head of the queue while they fit (several readers at once). */
   private remove(id: string, token: string): boolean {
     const state = this.keys.get(id);
-    const holder = state?.holders.get(token);
-    if (!state || !holder) return false;
-    clearTimeout(holder.timer);
-    state.holders.delete(token);
+    if (!state?.holders.delete(token)) return false;
+    this.admitWaiters(id, state);
+    return true;
+  }
+
+  /** Admits waiters from the head of the queue while they fit; forgets the key when nobody holds or waits. */
+  private admitWaiters(id: string, state: KeyState): void {
     while (state.queue.length > 0 && admits(state, state.queue[0].request)) {
       const next = state.queue.shift()!;
       next.resolve(this.grant(id, next.request));
     }
-    if (state.holders.size === 0 && state.queue.length === 0) this.keys.delete(id);
-    return true;
+    if (state.holders.size === 0 && state.queue.length === 0) {
+      clearTimeout(state.expiryTimer);
+      this.keys.delete(id);
+    } else if (state.queue.length === 0 && state.expiryTimer) {
+      clearTimeout(state.expiryTimer);
+      state.expiryTimer = undefined;
+    }
   }
 
   private removeWaiter(id: string, waiter: Waiter): void {
@@ -198,11 +224,7 @@ export class MemoryLockBackend implements LockBackend {
     const index = state.queue.indexOf(waiter);
     if (index >= 0) state.queue.splice(index, 1);
     // A waiter leaving may unblock those behind it (e.g. readers queued behind an aborted writer).
-    while (state.queue.length > 0 && admits(state, state.queue[0].request)) {
-      const next = state.queue.shift()!;
-      next.resolve(this.grant(id, next.request));
-    }
-    if (state.holders.size === 0 && state.queue.length === 0) this.keys.delete(id);
+    this.admitWaiters(id, state);
   }
 
   private assertOpen(operation: string): void {
