@@ -194,6 +194,24 @@ export class LockHandle implements AsyncDisposable {
     return this.releasing;
   }
 
+  /**
+   * @internal release() without a promise, for in-process backends: true when the lock was held and is now
+   * released; false when release() must be used instead (another backend, a renewal in flight, or not held).
+   */
+  releaseNow(): boolean {
+    if (this.releasing || this.currentState !== 'held' || !this.backend.releaseNow || this.renewing > 0) return false;
+    if (this.watchdog.stop()) {
+      // A renewal is in flight after all: let release() wait for it.
+      this.releasing = this.doRelease();
+      return false;
+    }
+    this.currentState = 'released';
+    this.backend.releaseNow(this.lock);
+    this.releasing = Promise.resolve();
+    this.ended(true);
+    return true;
+  }
+
   async [Symbol.asyncDispose](): Promise<void> {
     await this.release();
   }
@@ -221,14 +239,18 @@ export class LockHandle implements AsyncDisposable {
         await deletion.catch(() => undefined);
       }
     } finally {
-      this.stopObserving?.();
-      this.lossListeners = undefined;
-      if (wasHeld) {
-        this.renewalSubject?.complete();
-        this.lifecycle?.released(this);
-      }
-      this.onEnd(this);
+      this.ended(wasHeld);
     }
+  }
+
+  private ended(wasHeld: boolean): void {
+    this.stopObserving?.();
+    this.lossListeners = undefined;
+    if (wasHeld) {
+      this.renewalSubject?.complete();
+      this.lifecycle?.released(this);
+    }
+    this.onEnd(this);
   }
 
   /** Serialised: a manual extend and a watchdog tick never run at once. */

@@ -37,6 +37,8 @@ export interface LockBackend {
    * uncontended acquire needs no AbortController or deadline timer.
    */
   grantIfFree?(request: AcquireRequest): LockGrant | null;
+  /** In-process backends only: `release`, synchronously. */
+  releaseNow?(lock: HeldLock): boolean;
 
   /** One attempt, never waits for the key to become free. */
   tryAcquire(request: AcquireRequest): Promise<LockGrant | null>;

@@ -44,6 +44,29 @@ export class LockSet {
     return new LockSet(service, handles, owned);
   }
 
+  /**
+   * acquire() without a promise, when the backend is in-process and every key is free (or already held by
+   * this call chain); undefined otherwise, having released what it took, so the caller can call acquire().
+   */
+  static acquireNow(service: LockService, keys: readonly string[], options: LockOptions): LockSet | undefined {
+    const ordered = keys.length === 1 ? [validateLockKey(keys[0])] : [...new Set(keys.map((key) => validateLockKey(key)))].sort();
+    const handles = new Map<string, LockHandle>();
+    const owned: LockHandle[] = [];
+    for (const key of ordered) {
+      let handle = service.inheritedLock(key, { mode: options.mode ?? 'exclusive', permits: options.permits });
+      if (!handle) {
+        handle = service.acquireIfFreeNow(key, options);
+        if (!handle) {
+          for (const taken of owned.reverse()) if (!taken.releaseNow()) void releaseAll([taken]);
+          return undefined;
+        }
+        owned.push(handle);
+      }
+      handles.set(key, handle);
+    }
+    return new LockSet(service, handles, owned);
+  }
+
   /** Makes the handles visible to `LockService.current()` and to nested acquisitions in the current lock scope. */
   register(): void {
     const scope = currentLockScope();
@@ -86,6 +109,21 @@ export class LockSet {
   release(): Promise<void> {
     this.releasing ??= releaseAll(this.owned);
     return this.releasing;
+  }
+
+  /** release() without a promise where the backend allows it; false when release() must be awaited. */
+  releaseNow(): boolean {
+    if (this.releasing) return false;
+    let pending = false;
+    for (let index = this.owned.length - 1; index >= 0; index--) {
+      if (!this.owned[index].releaseNow()) pending = true;
+    }
+    if (pending) {
+      this.releasing = releaseAll(this.owned);
+      return false;
+    }
+    this.releasing = Promise.resolve();
+    return true;
   }
 }
 

@@ -52,29 +52,84 @@ export class LockInterceptor implements NestInterceptor {
    * Resolves with its result; an Observable result comes back wrapped so that it holds the lock until it ends.
    * Rejects with what `mapError` makes of a lock failure or of the handler's own error.
    */
-  runHandler(context: ExecutionContext, metadata: WithLockMetadata, handler: (locks: LockSet) => unknown): Promise<unknown> {
-    return runInLockScope(() => this.lockAndRun(context, metadata, handler), { requestId: this.requestIdOf(context) });
+  runHandler(context: ExecutionContext, metadata: WithLockMetadata, handler: (locks: LockSet) => unknown): unknown {
+    return runInLockScope(() => this.lockAndRunNow(context, metadata, handler), { requestId: this.requestIdOf(context) });
   }
 
-  private async lockAndRun(context: ExecutionContext, metadata: WithLockMetadata, handler: (locks: LockSet) => unknown): Promise<unknown> {
-    let locks: LockSet;
+  /**
+   * Where the backend is in-process (memory) and the keys are free, the whole call runs without a promise of
+   * its own: a synchronous handler's result comes back as it is. Otherwise, lockAndRun.
+   */
+  private lockAndRunNow(context: ExecutionContext, metadata: WithLockMetadata, handler: (locks: LockSet) => unknown): unknown {
+    let keys: readonly string[];
+    let locks: LockSet | undefined;
     try {
-      locks = await LockSet.acquire(this.locks, this.resolveKeys(context, metadata), metadata.options, this.cancelWhenClientLeaves(context));
+      keys = this.resolveKeys(context, metadata);
+      locks = LockSet.acquireNow(this.locks, keys, metadata.options);
     } catch (error) {
-      throw this.mapError(error, context);
+      return Promise.reject(this.mapError(error, context));
     }
-    enterHandlerScope(locks);
-    if (context.getType() === 'http') context.switchToHttp().getRequest()[REQUEST_LOCKS] = locks.handles;
+    if (!locks) return this.lockAndRun(context, metadata, handler, keys);
+    this.enter(locks, context);
     let result: unknown;
     try {
-      result = await runWhileHeld(locks, () => handler(locks));
+      result = runWhileHeld(locks, () => handler(locks));
     } catch (error) {
-      await locks.release();
+      return this.afterFailure(locks, error, context);
+    }
+    if (isThenable(result)) return this.settle(locks, result, context);
+    if (isObservable(result)) return this.holdWhileStreaming(result, locks, context);
+    if (locks.releaseNow()) return result;
+    return locks.release().then(() => result);
+  }
+
+  private async lockAndRun(
+    context: ExecutionContext,
+    metadata: WithLockMetadata,
+    handler: (locks: LockSet) => unknown,
+    keys: readonly string[],
+  ): Promise<unknown> {
+    let locks: LockSet;
+    try {
+      locks = await LockSet.acquire(this.locks, keys, metadata.options, this.cancelWhenClientLeaves(context));
+    } catch (error) {
       throw this.mapError(error, context);
     }
+    this.enter(locks, context);
+    let result: unknown;
+    try {
+      result = runWhileHeld(locks, () => handler(locks));
+    } catch (error) {
+      return this.afterFailure(locks, error, context);
+    }
+    return isThenable(result) ? this.settle(locks, result, context) : this.finish(locks, result, context);
+  }
+
+  private enter(locks: LockSet, context: ExecutionContext): void {
+    enterHandlerScope(locks);
+    if (context.getType() === 'http') context.switchToHttp().getRequest()[REQUEST_LOCKS] = locks.handles;
+  }
+
+  /** Waits for the handler's promise (which runWhileHeld races against a loss), then releases. */
+  private async settle(locks: LockSet, pending: PromiseLike<unknown>, context: ExecutionContext): Promise<unknown> {
+    let result: unknown;
+    try {
+      result = await pending;
+    } catch (error) {
+      return this.afterFailure(locks, error, context);
+    }
+    return this.finish(locks, result, context);
+  }
+
+  private async finish(locks: LockSet, result: unknown, context: ExecutionContext): Promise<unknown> {
     if (isObservable(result)) return this.holdWhileStreaming(result, locks, context);
     await locks.release();
     return result;
+  }
+
+  private async afterFailure(locks: LockSet, error: unknown, context: ExecutionContext): Promise<never> {
+    await locks.release();
+    throw this.mapError(error, context);
   }
 
   private holdWhileStreaming(result: Observable<unknown>, locks: LockSet, context: ExecutionContext): Observable<unknown> {
@@ -158,6 +213,10 @@ export class LockInterceptor implements NestInterceptor {
     if (adapter) adapter.setHeader(response, name, value);
     else response?.setHeader?.(name, value);
   }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }
 
 /** The Node response under Express's (the same object) or Fastify's (`reply.raw`). */

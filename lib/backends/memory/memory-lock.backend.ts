@@ -104,6 +104,11 @@ export class MemoryLockBackend implements LockBackend {
   }
 
   async release(lock: HeldLock): Promise<boolean> {
+    return this.releaseNow(lock);
+  }
+
+  /** See LockBackend.releaseNow. */
+  releaseNow(lock: HeldLock): boolean {
     if (this.closed) return false;
     return this.remove(stateId(lock), lock.token);
   }
