@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Observable, Subject } from 'rxjs';
-import type { AcquireRequest, BackendInspection, LockBackend, LockGrant } from './backends/lock-backend.interface';
+import type { AcquireRequest, BackendInspection, HeldLock, LockBackend, LockGrant } from './backends/lock-backend.interface';
 import { currentLockScope, lockScopeKey, runInLockScope, scopeKey } from './context/lock-context';
 import {
   LockBackendError,
@@ -324,7 +324,7 @@ export class LockService {
       ttl: resolved.ttl,
       mode: resolved.mode,
       holder: this.holderId,
-      ...(resolved.permits !== undefined && { permits: resolved.permits }),
+      permits: resolved.permits,
     };
     return { request, resolved };
   }
@@ -377,13 +377,29 @@ export class LockService {
     }
   }
 
+  private readonly forget = (ended: LockHandle): void => {
+    this.handles.delete(ended);
+  };
+
   /** Wraps a grant in a handle, or releases it when it arrived with no validity left. */
   private adopt(request: AcquireRequest, grant: LockGrant, resolved: ResolvedLockOptions, started: number): LockHandle | null {
-    const lock = { ...request, fencingToken: grant.fencingToken, state: grant.state };
+    // Spelled out rather than spread: this runs on every grant, and a fixed shape keeps it cheap.
+    const lock: HeldLock = {
+      namespace: request.namespace,
+      key: request.key,
+      token: request.token,
+      ttl: request.ttl,
+      mode: request.mode,
+      holder: request.holder,
+      permits: request.permits,
+      fencingToken: grant.fencingToken,
+      state: grant.state,
+    };
     if (grant.validUntil <= monotonicNow() || this.closing) {
       void this.backend.release(lock).catch(() => undefined);
       return null;
     }
+    const tracked = this.tracksHandles();
     const handle = new LockHandle({
       backend: this.backend,
       lock,
@@ -391,12 +407,12 @@ export class LockService {
       renewInterval: resolved.renewInterval,
       operationTimeout: this.operationTimeout,
       maxHold: resolved.maxHold,
-      onEnd: (ended) => this.handles.delete(ended),
+      onEnd: this.forget,
       // Nobody listens: skip events for this handle altogether.
-      ...(this.tracksHandles() && { lifecycle: this.lifecycle }),
+      lifecycle: tracked ? this.lifecycle : undefined,
     });
     this.handles.add(handle);
-    if (this.tracksHandles()) this.report(handle, request, resolved.family, Math.round(monotonicNow() - started));
+    if (tracked) this.report(handle, request, resolved.family, Math.round(monotonicNow() - started));
     return handle;
   }
 

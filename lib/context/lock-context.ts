@@ -25,7 +25,8 @@ export function currentLockScope(): LockScope | undefined {
 export function runInLockScope<T>(fn: () => T, options: { requestId?: string } = {}): T {
   const parent = lockScopeStorage.getStore();
   const requestId = options.requestId ?? parent?.requestId;
-  return lockScopeStorage.run({ held: new Map(parent?.held), ...(requestId !== undefined && { requestId }) }, fn);
+  // A fixed shape, no spread: this runs for every @WithLock call.
+  return lockScopeStorage.run({ held: new Map(parent?.held), requestId }, fn);
 }
 
 /** Semaphores live apart from locks of the same name, so they get their own scope entries. */
