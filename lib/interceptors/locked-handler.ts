@@ -9,7 +9,7 @@ import { LockInterceptor } from './lock.interceptor';
 
 /*
  * @WithLock does not go through Nest's interceptor chain: on a trivial route, a pass-through interceptor alone
- * halves the requests per second (an AsyncResource and several RxJS operators per request). Instead the
+ * costs about a third of the requests per second (an AsyncResource and several RxJS operators per request). Instead the
  * decorator wraps the handler and adds one hidden parameter, filled by Nest like any custom parameter. Its pipe
  * is resolved by dependency injection in the controller's module and brings the LockInterceptor, which locks the
  * call. Called any other way (a unit test calling the method, or a provider's own code), the wrapper only
@@ -46,7 +46,10 @@ export class LockedCallPipe implements PipeTransform<ExecutionContext, LockedCal
 const lockedCallFactory = (_data: unknown, context: ExecutionContext): ExecutionContext => context;
 const LockedCallParam = createParamDecorator(lockedCallFactory);
 
-/** Raised per call when the module of a @WithLock controller cannot see DistributedLockModule. */
+/**
+ * The module of a @WithLock controller cannot see DistributedLockModule: thrown at startup (by the module's
+ * explorer), or per call when no DistributedLockModule is imported anywhere.
+ */
 export class LockModuleMissingError extends LockError {
   override readonly name = 'LockModuleMissingError';
 }
