@@ -37,7 +37,7 @@ const FULL: Settings = {
   hotKey: { durationMs: 2_500, maxGrants: 50_000, inProcess: [2, 16, 64], processes: 4, contendersPerProcess: 4, thinkMs: 1 },
   manyKeys: { durationMs: 2_400, rounds: 3, keys: 1_000, workers: 64 },
   renewing: { locks: 10_000, windowMs: 5_000, ttlMs: 3_000, concurrency: 200 },
-  http: { durationSeconds: 2, warmupSeconds: 2, connections: 16, rounds: 8 },
+  http: { durationSeconds: 2, warmupSeconds: 2, connections: 16, rounds: 9 },
 };
 
 const QUICK: Settings = {

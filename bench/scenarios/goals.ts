@@ -91,14 +91,11 @@ function withLockGoal({ http }: Results): Goal {
   const intercepted = http?.find((row) => row.backend === 'memory' && row.route === 'intercepted');
   if (!plain || !locked) return { goal, measured: 'n/a', met: undefined };
   const cost = 1 - locked.vsPlain;
-  const unscoped = http?.find((row) => row.backend === 'memory' && row.route === 'unscoped');
   const floor =
     (intercepted
       ? `; a pass-through Nest interceptor, which @WithLock no longer uses, costs ${num((1 - intercepted.vsPlain) * 100, 1)}%`
       : '') +
-    (unscoped
-      ? `; the same plain route in an app that never locked: ${num(unscoped.requestsPerSecond, 0)} req/s (the lock scope's AsyncLocalStorage hooks, once enabled, cost every route of the app ${num((1 - 1 / unscoped.vsPlain) * 100, 1)}%)`
-      : '');
+'';
   return {
     goal,
     measured: `${num(cost * 100, 1)}% (median of the per-round ratios; means ${num(locked.requestsPerSecond, 0)} vs ${num(plain.requestsPerSecond, 0)} req/s)${floor}`,

@@ -10,7 +10,7 @@ export interface HttpSettings {
   readonly durationSeconds: number;
   readonly warmupSeconds: number;
   readonly connections: number;
-  /** Measured runs per route, alternating plain and locked so drift hits both alike. */
+  /** Measured runs per route; the order of the routes rotates, so drift and position hit each alike. */
   readonly rounds: number;
 }
 
@@ -31,13 +31,8 @@ export interface HttpRow {
 const APP = join(__dirname, '..', 'http-app.ts');
 /** plain: no interceptor; intercepted: a pass-through Nest interceptor (the floor for any interceptor); locked: @WithLock. */
 const ROUTES = ['plain', 'intercepted', 'locked'] as const;
-/**
- * unscoped: the plain route of a second app process that never serves a @WithLock request, so AsyncLocalStorage
- * (the lock scope) never enables Node's promise hooks there. Memory rows only.
- */
-type Route = (typeof ROUTES)[number] | 'unscoped';
+type Route = (typeof ROUTES)[number];
 const ROUTE_LABELS: Record<Route, string> = {
-  unscoped: 'GET /plain/:id in an app that never locked',
   plain: 'GET /plain/:id',
   intercepted: 'GET /intercepted/:id  @UseInterceptors(PassThrough)',
   locked: "GET /locked/:id  @WithLock('bench:<<id>>')",
@@ -87,11 +82,10 @@ export async function http(servers: BenchServers, settings: HttpSettings): Promi
       text: [
         'bench/http-app.ts: a Nest 11 app (express) with `GET /plain/:id`, `GET /intercepted/:id` (a pass-through interceptor that only returns `next.handle()`) and `GET /locked/:id` decorated `@WithLock(\'bench:<<id>>\')`, all returning `{ id }`. ' +
           '@WithLock wraps the handler instead of running as a Nest interceptor; the pass-through row shows the floor an interceptor-based lock would pay. ' +
-          'The lock scope (AsyncLocalStorage, for reentrancy and LockService.current()) enables Node 20\'s promise hooks for the whole process once the first @WithLock request runs, so every other row of that app pays them too; ' +
-          'the "never locked" row is the plain route of a second app process that never serves @WithLock, measured in the same rounds. ' +
+          'The lock scope (AsyncLocalStorage, for reentrancy and LockService.current()) enables Node 20\'s promise hooks for the whole process once the first @WithLock request runs, so the plain row pays them too. ' +
           'The sample app in sample/ had no unlocked twin route, so the bench carries its own. Every request uses a random id, so locks never contend.',
         `autocannon: ${settings.connections} connections, ${settings.warmupSeconds} s warm-up per route, then ${settings.rounds} x ${settings.durationSeconds} s per route ` +
-          'alternating the routes; req/s is the mean of those runs, latency percentiles are from the last run. ' +
+          'the order of the routes rotating from round to round; req/s is the mean of those runs, latency percentiles are from the last run. ' +
           'App and autocannon run as separate processes on the same 2 cores (and redis-server for the Redis rows).',
       ],
       tables: [table],
@@ -103,21 +97,19 @@ export async function http(servers: BenchServers, settings: HttpSettings): Promi
 async function measureBackend(servers: BenchServers, backend: 'memory' | 'redis', settings: HttpSettings): Promise<HttpRow[]> {
   const port = await freeTestPort();
   const app = Worker.start<AppMessage>(APP, {}, [], { LOCK_BACKEND: backend, REDIS_URL: servers.redis.url, PORT: String(port) });
-  const twinPort = backend === 'memory' ? await freeTestPort() : undefined;
-  const twin = twinPort === undefined ? undefined : Worker.start<AppMessage>(APP, {}, [], { LOCK_BACKEND: backend, PORT: String(twinPort) });
   try {
     await app.next('ready', 60_000);
-    await twin?.next('ready', 60_000);
     const base = `http://127.0.0.1:${port}`;
-    const twinBase = `http://127.0.0.1:${twinPort}`;
     for (const route of ROUTES) await load(base, route, settings.warmupSeconds, settings.connections);
-    if (twin) await load(twinBase, 'plain', settings.warmupSeconds, settings.connections);
-    const runs: Record<Route, autocannon.Result[]> = { unscoped: [], plain: [], intercepted: [], locked: [] };
+    const runs: Record<Route, autocannon.Result[]> = { plain: [], intercepted: [], locked: [] };
     for (let round = 0; round < settings.rounds; round++) {
-      for (const route of ROUTES) runs[route].push(await load(base, route, settings.durationSeconds, settings.connections));
-      if (twin) runs.unscoped.push(await load(twinBase, 'plain', settings.durationSeconds, settings.connections));
+      // The order rotates every round: the run right after another one was measurably favoured.
+      for (let index = 0; index < ROUTES.length; index++) {
+        const route = ROUTES[(round + index) % ROUTES.length];
+        runs[route].push(await load(base, route, settings.durationSeconds, settings.connections));
+      }
     }
-    return (twin ? (['unscoped', ...ROUTES] as const) : ROUTES).map((route) => {
+    return ROUTES.map((route) => {
       const results = runs[route];
       const last = results[results.length - 1];
       const ratios = results.map((result, round) => result.requests.average / runs.plain[round].requests.average);
@@ -133,8 +125,7 @@ async function measureBackend(servers: BenchServers, backend: 'memory' | 'redis'
     });
   } finally {
     app.send({ type: 'stop' });
-    twin?.send({ type: 'stop' });
-    await Promise.all([app.stop(10_000), twin?.stop(10_000)]);
+    await app.stop(10_000);
   }
 }
 
