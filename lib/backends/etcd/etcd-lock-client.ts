@@ -9,6 +9,8 @@ import {
   prefixRange,
   readKeysTxn,
   rebindTxn,
+  rebindManyTxn,
+  deleteIfOursTxn,
   SORT_ASCEND,
   SORT_BY_CREATE,
   stillOursTxn,
@@ -86,6 +88,19 @@ export class EtcdLockClient {
 
   async rebind(key: string, createRevision: string, token: string, newLeaseId: string): Promise<boolean> {
     return (await this.client.kv.txn(rebindTxn(key, createRevision, token, newLeaseId))).succeeded;
+  }
+
+  /** rebind for many keys, in txns of MAX_TXN_OPS; true for a chunk whose keys were all still ours and moved. */
+  async rebindMany(items: readonly { key: string; createRevision: string; value: string }[], newLeaseId: string): Promise<boolean[]> {
+    const chunks: (typeof items)[] = [];
+    for (let i = 0; i < items.length; i += MAX_TXN_OPS) chunks.push(items.slice(i, i + MAX_TXN_OPS));
+    const responses = await Promise.all(chunks.map((chunk) => this.client.kv.txn(rebindManyTxn(chunk, newLeaseId))));
+    return chunks.flatMap((chunk, index) => chunk.map(() => responses[index].succeeded));
+  }
+
+  /** Deletes the key if it still has `createRevision`; false when it was gone or someone else's. */
+  async deleteIfOurs(key: string, createRevision: string): Promise<boolean> {
+    return (await this.client.kv.txn(deleteIfOursTxn(key, createRevision))).succeeded;
   }
 
 

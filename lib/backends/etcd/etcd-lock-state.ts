@@ -13,6 +13,11 @@ export interface EtcdLockState {
   leaseTtlSeconds: number;
   /** TTL in seconds we asked for: ceil(ttl / 1000). */
   requestedTtlSeconds: number;
+  /** True once the key moved onto the shared session lease of its ttl (see EtcdSessions); it never moves back. */
+  onSession?: boolean;
+  /** On a session: monotonic ms of the last renewal that succeeded, and the ttl it was for. */
+  renewedAt?: number;
+  renewedFor?: number;
 }
 
 /** etcd leases work in whole seconds. */

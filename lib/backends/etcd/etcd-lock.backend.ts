@@ -5,7 +5,9 @@ import { monotonicNow } from '../../utils/clock';
 import { loadOptionalPackage } from '../shared/optional-require';
 import { CLEANUP_DEADLINE_MS, EtcdAcquisition } from './etcd-acquisition';
 import { contenderValue, lockPrefix, parseContenderValue, READER_MARK, semaphorePrefix } from './etcd-key-layout';
+import { isLeaseNotFound } from './etcd-lease';
 import { EtcdLockClient, toEtcdBackendError } from './etcd-lock-client';
+import { EtcdSessions } from './etcd-sessions';
 import { asEtcdLockState, EtcdLockState, leaseSecondsFor, validUntil } from './etcd-lock-state';
 
 /**
@@ -36,6 +38,15 @@ export class EtcdLockBackend implements LockBackend {
   private readonly client: Etcd3;
   private readonly ownsClient: boolean;
   private readonly etcd: EtcdLockClient;
+  private readonly sessions: EtcdSessions;
+  /**
+   * Held locks on a session lease. Other locks' renewals keep that lease alive, so a lock its holder stopped
+   * renewing (lost: validity passed, event loop blocked) would otherwise keep its key, and block its name, for
+   * as long as the session lives. Each renewal tick drops the keys not renewed within their ttl.
+   */
+  private readonly onSessions = new Set<EtcdLockState>();
+  /** Session keys whose delete failed: retried on each renewal tick, and the session kept until then. */
+  private readonly undeleted = new Set<EtcdLockState>();
   private readonly acquisitions = new Map<EtcdAcquisition, Promise<unknown>>();
   private readonly background = new Set<Promise<unknown>>();
   private closing?: Promise<void>;
@@ -53,6 +64,7 @@ export class EtcdLockBackend implements LockBackend {
       this.address = describeHosts(options.hosts);
     }
     this.etcd = new EtcdLockClient(this.client, this.address);
+    this.sessions = new EtcdSessions(this.etcd, (work) => this.runInBackground(work));
   }
 
   tryAcquire(request: AcquireRequest): Promise<LockGrant | null> {
@@ -88,15 +100,17 @@ export class EtcdLockBackend implements LockBackend {
   async extendMany(items: readonly { lock: HeldLock; ttl: number }[]): Promise<(number | null | Error)[]> {
     if (this.closing) throw this.closedError('extend');
     const results: (number | null | Error)[] = new Array(items.length);
-    const batch: { index: number; state: EtcdLockState; ttl: number }[] = [];
+    const batch: { index: number; lock: HeldLock; state: EtcdLockState; ttl: number }[] = [];
     const singles: Promise<void>[] = [];
     items.forEach(({ lock, ttl }, index) => {
       const state = asEtcdLockState(lock.state);
       const seconds = leaseSecondsFor(ttl);
-      if (seconds === state.requestedTtlSeconds || seconds === state.leaseTtlSeconds) batch.push({ index, state, ttl });
+      if (seconds === state.requestedTtlSeconds || seconds === state.leaseTtlSeconds) batch.push({ index, lock, state, ttl });
       else singles.push(this.extend(lock, ttl).then((r) => void (results[index] = r), (e: Error) => void (results[index] = e)));
     });
+    this.dropUnrenewedSessionKeys();
     if (batch.length > 0) {
+      await this.moveOntoSessions(batch);
       const startedAt = monotonicNow();
       try {
         const longestLease = Math.max(...batch.map(({ state }) => state.leaseTtlSeconds));
@@ -108,11 +122,14 @@ export class EtcdLockBackend implements LockBackend {
           const leaseTtl = leaseTtls.get(state.leaseId) ?? 0;
           const key = keys[position];
           const ours = key !== undefined && key.createRevision === state.createRevision && key.leaseId === state.leaseId;
+          if (leaseTtl <= 0 && state.onSession) this.sessions.expired(state.leaseId);
           if (leaseTtl <= 0 || !ours) {
             results[index] = null;
             return;
           }
           state.leaseTtlSeconds = leaseTtl;
+          state.renewedAt = startedAt;
+          state.renewedFor = ttl;
           results[index] = validUntil(startedAt, ttl, leaseTtl);
         });
       } catch (error) {
@@ -131,7 +148,11 @@ export class EtcdLockBackend implements LockBackend {
       // One write: revoking our lease deletes exactly the keys on it, which is our contender key and nothing
       // else, so it can never delete a newer holder's key (etcd#22082). A delete txn first would cost a second
       // write (and fsync) for the same result.
-      return await this.etcd.revoke(state.leaseId);
+      if (!state.onSession) return await this.etcd.revoke(state.leaseId);
+      // Other locks live on the session lease: delete only our key, by its create revision, and give the lease
+      // back. Never revoke it here. A key dropped already (not renewed within its ttl) is not ours to delete.
+      if (!this.onSessions.delete(state)) return false;
+      return await this.deleteSessionKey(state);
     } catch (error) {
       throw toEtcdBackendError(this.address, 'release', error);
     }
@@ -219,6 +240,8 @@ export class EtcdLockBackend implements LockBackend {
     ]);
     if (leaseTtl <= 0 || !ours) return null;
     state.leaseTtlSeconds = leaseTtl;
+    state.renewedAt = startedAt;
+    state.renewedFor = ttl;
     return validUntil(startedAt, ttl, leaseTtl);
   }
 
@@ -233,12 +256,99 @@ export class EtcdLockBackend implements LockBackend {
       return null;
     }
     const oldLeaseId = state.leaseId;
+    const wasOnSession = state.onSession === true;
+    this.onSessions.delete(state);
     state.leaseId = lease.id;
     state.leaseTtlSeconds = lease.ttlSeconds;
     state.requestedTtlSeconds = seconds;
-    // No key lives on the old lease any more; if this revoke fails it simply expires.
-    this.runInBackground(this.etcd.revoke(oldLeaseId, { deadline: Date.now() + CLEANUP_DEADLINE_MS }));
+    state.onSession = false;
+    // A session lease still carries other locks: give it back. Our own old lease carries no key any more; if
+    // this revoke fails it simply expires.
+    if (wasOnSession) this.sessions.leave(oldLeaseId);
+    else this.runInBackground(this.etcd.revoke(oldLeaseId, { deadline: Date.now() + CLEANUP_DEADLINE_MS }));
     return validUntil(startedAt, ttl, lease.ttlSeconds);
+  }
+
+  /**
+   * Moves held locks still on a lease of their own onto the session lease of their ttl (EtcdSessions): one txn
+   * per 128 keys, each key only if it still has its create revision, then their own leases are revoked. A lock
+   * that cannot move now stays on its lease and is renewed as before; the next renewal tries again.
+   */
+  private async moveOntoSessions(batch: readonly { lock: HeldLock; state: EtcdLockState; ttl: number }[]): Promise<void> {
+    const groups = new Map<number, { lock: HeldLock; state: EtcdLockState; ttl: number }[]>();
+    for (const item of batch) {
+      if (item.state.onSession) continue;
+      const seconds = leaseSecondsFor(item.ttl);
+      let group = groups.get(seconds);
+      if (!group) groups.set(seconds, (group = []));
+      group.push(item);
+    }
+    await Promise.all(
+      [...groups].map(async ([seconds, group]) => {
+        let session: { id: string; ttlSeconds: number };
+        try {
+          session = await this.sessions.join(seconds, group.length);
+        } catch {
+          return;
+        }
+        const items = group.map(({ lock, state }) => ({ key: state.keyPath, createRevision: state.createRevision, value: contenderValue(lock) }));
+        let moved: boolean[];
+        try {
+          moved = await this.etcd.rebindMany(items, session.id);
+        } catch (error) {
+          if (isLeaseNotFound(error)) this.sessions.expired(session.id);
+          for (let i = 0; i < group.length; i++) this.sessions.leave(session.id);
+          return;
+        }
+        await Promise.all(
+          group.map(async ({ lock, state, ttl }, index) => {
+            // A chunk fails whole when one of its keys is no longer ours: move its keys one by one.
+            const ok =
+              moved[index] || (await this.etcd.rebind(state.keyPath, state.createRevision, contenderValue(lock), session.id).catch(() => false));
+            if (!ok) {
+              this.sessions.leave(session.id);
+              return;
+            }
+            const ownLease = state.leaseId;
+            state.leaseId = session.id;
+            state.leaseTtlSeconds = session.ttlSeconds;
+            state.onSession = true;
+            // Renewed by the keepalive that follows; until then it counts from now.
+            state.renewedAt = monotonicNow();
+            state.renewedFor = ttl;
+            this.onSessions.add(state);
+            this.runInBackground(this.etcd.revoke(ownLease, { deadline: Date.now() + CLEANUP_DEADLINE_MS }));
+          }),
+        );
+      }),
+    );
+  }
+
+  /** Deletes a session key by its create revision and gives the lease back; on failure keeps it for a retry. */
+  private async deleteSessionKey(state: EtcdLockState): Promise<boolean> {
+    try {
+      const deleted = await this.etcd.deleteIfOurs(state.keyPath, state.createRevision);
+      this.undeleted.delete(state);
+      this.sessions.leave(state.leaseId);
+      return deleted;
+    } catch (error) {
+      this.undeleted.add(state);
+      throw error;
+    }
+  }
+
+  /** See onSessions: drops keys their holders stopped renewing, and retries deletes that failed. */
+  private dropUnrenewedSessionKeys(): void {
+    const now = monotonicNow();
+    for (const state of this.onSessions) {
+      if (now - (state.renewedAt ?? now) <= (state.renewedFor ?? Infinity)) continue;
+      this.onSessions.delete(state);
+      this.runInBackground(this.deleteSessionKey(state));
+    }
+    for (const state of this.undeleted) {
+      this.undeleted.delete(state);
+      this.runInBackground(this.deleteSessionKey(state));
+    }
   }
 
   private newAcquisition(request: AcquireRequest, operation: 'acquire' | 'tryAcquire', signal?: AbortSignal): EtcdAcquisition {

@@ -92,6 +92,27 @@ export function rebindTxn(key: string, createRevision: string, token: string, ne
   };
 }
 
+/**
+ * Moves several held keys onto one lease (a session's), each only if it still has its create revision. All or
+ * nothing: a key that is no longer ours fails the whole txn, and the caller moves the keys one by one.
+ */
+export function rebindManyTxn(items: readonly { key: string; createRevision: string; value: string }[], newLeaseId: string): ITxnRequest {
+  return {
+    compare: items.map(({ key, createRevision }) => createRevisionIs(key, createRevision)),
+    success: items.map(({ key, value }) => ({ request_put: { key: bytes(key), value: bytes(value), lease: newLeaseId } })),
+    failure: [],
+  };
+}
+
+/** Deletes our key if it still has its create revision: a release that must not touch the rest of its lease. */
+export function deleteIfOursTxn(key: string, createRevision: string): ITxnRequest {
+  return {
+    compare: [createRevisionIs(key, createRevision)],
+    success: [{ request_delete_range: { key: bytes(key) } }],
+    failure: [],
+  };
+}
+
 /** Counts contenders under the lock's prefix; there is an owner whenever there is any. */
 export function anyContenderRange(prefix: string): IRangeRequest {
   return { ...prefixRange(prefix), count_only: true };
