@@ -6,7 +6,7 @@ import { LOGGER_CONTEXT } from '../distributed-lock.constants';
 import { LockService } from '../lock.service';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
 import { createLockedMethod, isLockedMethod } from './locked-method';
-import { isLockedHandler, LockedCallPipe, LockModuleMissingError } from '../interceptors/locked-handler';
+import { isLockedHandler, LockedCallPipe, lockModuleMissing } from '../interceptors/locked-handler';
 
 /**
  * Interceptors only reach route handlers, so `@WithLock` methods of ordinary providers are found here,
@@ -36,12 +36,7 @@ export class LockExplorer implements OnModuleInit {
     const locked = this.scanner.getAllMethodNames(controller.prototype).filter((name) => isLockedHandler(controller.prototype[name]));
     if (locked.length === 0) return;
     const pipe = wrapper.host?.injectables.get(LockedCallPipe)?.instance as LockedCallPipe | undefined;
-    if (pipe && !pipe.interceptor) {
-      throw new LockModuleMissingError(
-        `@WithLock on ${controller.name}.${locked[0]} has no LockService: import DistributedLockModule.forRoot(...) into ` +
-          `${wrapper.host?.name ?? 'its module'}, or register it once with { isGlobal: true }.`,
-      );
-    }
+    if (pipe && !pipe.interceptor) throw lockModuleMissing(controller, locked[0], wrapper.host?.name);
   }
 
   private explore(wrapper: InstanceWrapper): void {

@@ -24,8 +24,7 @@ export class LockSet {
 
   /** Acquires every key; if one fails, releases those already taken and rethrows that failure. */
   static async acquire(service: LockService, keys: readonly string[], options: LockOptions, cancel?: () => AbortSignal): Promise<LockSet> {
-    // Normalise first so that spelling variants sort and de-duplicate as the one key they are.
-    const ordered = [...new Set(keys.map((key) => validateLockKey(key)))].sort();
+    const ordered = orderedKeys(keys);
     const handles = new Map<string, LockHandle>();
     const owned: LockHandle[] = [];
     try {
@@ -49,7 +48,7 @@ export class LockSet {
    * this call chain); undefined otherwise, having released what it took, so the caller can call acquire().
    */
   static acquireNow(service: LockService, keys: readonly string[], options: LockOptions): LockSet | undefined {
-    const ordered = keys.length === 1 ? [validateLockKey(keys[0])] : [...new Set(keys.map((key) => validateLockKey(key)))].sort();
+    const ordered = orderedKeys(keys);
     const handles = new Map<string, LockHandle>();
     const owned: LockHandle[] = [];
     for (const key of ordered) {
@@ -128,6 +127,12 @@ export class LockSet {
 }
 
 const logger = new Logger(LOGGER_CONTEXT);
+
+/** Normalised first, so that spelling variants sort and de-duplicate as the one key they are. */
+function orderedKeys(keys: readonly string[]): string[] {
+  if (keys.length === 1) return [validateLockKey(keys[0])];
+  return [...new Set(keys.map((key) => validateLockKey(key)))].sort();
+}
 
 async function releaseAll(handles: readonly LockHandle[]): Promise<void> {
   for (const handle of [...handles].reverse()) {

@@ -10,7 +10,7 @@ import { PlaceholderLookup, renderKeyTemplate } from '../key-template/render-key
 import { LockService } from '../lock.service';
 import { describeLockError, LockErrorResponse } from './lock-error-response';
 import { LockSet } from './lock-set';
-import { enterHandlerScope, heldUntilDone, lockedObservable, runWhileHeld } from './locked-call';
+import { enterHandlerScope, heldUntilDone, isThenable, lockedObservable, runWhileHeld } from './locked-call';
 
 /**
  * Applied by `@WithLock`. Acquires the handler's key(s) before it runs and releases them when its
@@ -69,18 +69,7 @@ export class LockInterceptor implements NestInterceptor {
     } catch (error) {
       return Promise.reject(this.mapError(error, context));
     }
-    if (!locks) return this.lockAndRun(context, metadata, handler, keys);
-    this.enter(locks, context);
-    let result: unknown;
-    try {
-      result = runWhileHeld(locks, () => handler(locks));
-    } catch (error) {
-      return this.afterFailure(locks, error, context);
-    }
-    if (isThenable(result)) return this.settle(locks, result, context);
-    if (isObservable(result)) return this.holdWhileStreaming(result, locks, context);
-    if (locks.releaseNow()) return result;
-    return locks.release().then(() => result);
+    return locks ? this.runHeld(locks, context, handler) : this.lockAndRun(context, metadata, handler, keys);
   }
 
   private async lockAndRun(
@@ -95,19 +84,20 @@ export class LockInterceptor implements NestInterceptor {
     } catch (error) {
       throw this.mapError(error, context);
     }
-    this.enter(locks, context);
+    return this.runHeld(locks, context, handler);
+  }
+
+  /** Runs the handler with `locks` held; releases when it returns, settles, or its Observable ends. */
+  private runHeld(locks: LockSet, context: ExecutionContext, handler: (locks: LockSet) => unknown): unknown {
+    enterHandlerScope(locks);
+    if (context.getType() === 'http') context.switchToHttp().getRequest()[REQUEST_LOCKS] = locks.handles;
     let result: unknown;
     try {
       result = runWhileHeld(locks, () => handler(locks));
     } catch (error) {
       return this.afterFailure(locks, error, context);
     }
-    return isThenable(result) ? this.settle(locks, result, context) : this.finish(locks, result, context);
-  }
-
-  private enter(locks: LockSet, context: ExecutionContext): void {
-    enterHandlerScope(locks);
-    if (context.getType() === 'http') context.switchToHttp().getRequest()[REQUEST_LOCKS] = locks.handles;
+    return isThenable(result) ? this.settle(locks, result, context) : this.completed(locks, result, context);
   }
 
   /** Waits for the handler's promise (which runWhileHeld races against a loss), then releases. */
@@ -118,13 +108,14 @@ export class LockInterceptor implements NestInterceptor {
     } catch (error) {
       return this.afterFailure(locks, error, context);
     }
-    return this.finish(locks, result, context);
+    return this.completed(locks, result, context);
   }
 
-  private async finish(locks: LockSet, result: unknown, context: ExecutionContext): Promise<unknown> {
+  /** The handler's result is in: hold through an Observable, else release (at once where the backend can). */
+  private completed(locks: LockSet, result: unknown, context: ExecutionContext): unknown {
     if (isObservable(result)) return this.holdWhileStreaming(result, locks, context);
-    await locks.release();
-    return result;
+    if (locks.releaseNow()) return result;
+    return locks.release().then(() => result);
   }
 
   private async afterFailure(locks: LockSet, error: unknown, context: ExecutionContext): Promise<never> {
@@ -213,10 +204,6 @@ export class LockInterceptor implements NestInterceptor {
     if (adapter) adapter.setHeader(response, name, value);
     else response?.setHeader?.(name, value);
   }
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }
 
 /** The Node response under Express's (the same object) or Fastify's (`reply.raw`). */

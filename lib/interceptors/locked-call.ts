@@ -54,11 +54,7 @@ export function lockedObservable<T>(
               void acquired.release().then(() => subscriber.error(error));
               return;
             }
-            inner = source.pipe(failWhenLost(acquired)).subscribe({
-              next: (value) => subscriber.next(value),
-              error: (error: unknown) => void acquired.release().then(() => subscriber.error(error)),
-              complete: () => void acquired.release().then(() => subscriber.complete()),
-            });
+            inner = heldUntilDone(source, acquired, currentLockScope()!, (error) => error).subscribe(subscriber);
           },
           (error: unknown) => subscriber.error(error),
         );
@@ -142,7 +138,7 @@ export function heldUntilDone<T>(source: Observable<T>, locks: LockSet, scope: L
   });
 }
 
-function isThenable(value: unknown): value is PromiseLike<unknown> {
+export function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }
 

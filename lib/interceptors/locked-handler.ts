@@ -128,7 +128,7 @@ function wrap(prototype: object, methodName: string | symbol, original: Function
     const call = args[hidden];
     if (!(call instanceof LockedCall)) return original.apply(this, args);
     args.length = hidden;
-    if (!call.interceptor) throw missingModule(host, methodName);
+    if (!call.interceptor) throw lockModuleMissing(host, methodName);
     return call.interceptor.runHandler(call.context, state.metadata, (locks: LockSet) => {
       if (currentLockIndexes.length > 0) {
         const value = locks.handles.size === 1 ? locks.handles.values().next().value : locks.handles;
@@ -148,9 +148,9 @@ function wrap(prototype: object, methodName: string | symbol, original: Function
   return locked;
 }
 
-function missingModule(host: Function, methodName: string | symbol): LockModuleMissingError {
+export function lockModuleMissing(host: Function, methodName: string | symbol, moduleName?: string): LockModuleMissingError {
   return new LockModuleMissingError(
     `@WithLock on ${host.name}.${String(methodName)} has no LockService: import DistributedLockModule.forRoot(...) into ` +
-      `the module that declares ${host.name}, or register it with { isGlobal: true }.`,
+      `${moduleName ?? `the module that declares ${host.name}`}, or register it once with { isGlobal: true }.`,
   );
 }

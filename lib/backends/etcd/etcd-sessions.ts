@@ -62,11 +62,6 @@ export class EtcdSessions {
     if (session) this.forget(session);
   }
 
-  /** Sessions with a live lease, for tests and inspection. */
-  get size(): number {
-    return this.byTtl.size;
-  }
-
   private forget(session: Session): void {
     if (this.byTtl.get(session.ttlSeconds) === session) this.byTtl.delete(session.ttlSeconds);
     if (session.leaseId !== undefined && this.byLease.get(session.leaseId) === session) this.byLease.delete(session.leaseId);
