@@ -25,7 +25,7 @@ export type { ZooKeeperLockBackendOptions } from './backends/zookeeper/zookeeper
 export { DistributedLockModule } from './distributed-lock.module';
 export { DISTRIBUTED_LOCK_MODULE_OPTIONS } from './distributed-lock.module-definition';
 export type { DistributedLockModuleOptions, DistributedLockOptionsFactory } from './distributed-lock.module-definition';
-export { WITH_LOCK_METADATA, REQUEST_LOCKS } from './distributed-lock.constants';
+export { WITH_LOCK_METADATA } from './distributed-lock.constants';
 export { WithLock } from './decorators/with-lock.decorator';
 export type { LockKeys, LockKeyFactory, WithLockMetadata } from './decorators/with-lock-metadata';
 export { CurrentLock } from './decorators/current-lock.decorator';

@@ -6,14 +6,31 @@ import type { LockHandle } from '../lock-handle';
  * (`LockService.current()`, `@CurrentLock()`) and a nested acquisition of the same key reuses the held lock
  * instead of deadlocking against itself (reentrancy).
  */
-export interface LockScope {
-  /** Held handles of this call chain, keyed by scopeKey(). */
-  readonly held: Map<string, LockHandle>;
-  /** Carried into lock events and logs. */
-  readonly requestId?: string;
+export class LockScope {
   /** The locks of the innermost `@WithLock` handler or method of this scope, by key, for `@CurrentLock()`. */
-  handlerLocks?: ReadonlyMap<string, LockHandle>;
+  handlerLocks?: ReadonlyMap<string, LockHandle> = undefined;
+
+  constructor(
+    /** Held handles of this call chain, keyed by scopeKey(). */
+    readonly held: Map<string, LockHandle>,
+    private requestIdSource: RequestIdSource,
+    private readonly parent: LockScope | undefined,
+  ) {}
+
+  /**
+   * Carried into lock events and logs; the enclosing scope's when this one has none. Read from the request
+   * only when an event needs it: most calls emit none that anyone listens to, and reading headers is a
+   * measurable part of a fast lock.
+   */
+  get requestId(): string | undefined {
+    let source = this.requestIdSource;
+    if (typeof source === 'function') this.requestIdSource = source = source();
+    return source ?? this.parent?.requestId;
+  }
 }
+
+/** A request id, or how to read it when first needed. */
+export type RequestIdSource = string | undefined | (() => string | undefined);
 
 export const lockScopeStorage = new AsyncLocalStorage<LockScope>();
 
@@ -22,11 +39,9 @@ export function currentLockScope(): LockScope | undefined {
 }
 
 /** Runs `fn` in a scope that inherits the locks (and request id) of the enclosing scope and can add its own. */
-export function runInLockScope<T>(fn: () => T, options: { requestId?: string } = {}): T {
+export function runInLockScope<T>(fn: () => T, requestId?: RequestIdSource): T {
   const parent = lockScopeStorage.getStore();
-  const requestId = options.requestId ?? parent?.requestId;
-  // A fixed shape, no spread: this runs for every @WithLock call.
-  return lockScopeStorage.run({ held: new Map(parent?.held), requestId }, fn);
+  return lockScopeStorage.run(new LockScope(new Map(parent?.held), requestId, parent), fn);
 }
 
 /** Semaphores live apart from locks of the same name, so they get their own scope entries. */

@@ -3,11 +3,12 @@ import { HttpAdapterHost, Reflector } from '@nestjs/core';
 import { catchError, isObservable, Observable, throwError } from 'rxjs';
 import { currentLockScope, runInLockScope } from '../context/lock-context';
 import type { WithLockMetadata } from '../decorators/with-lock-metadata';
-import { REQUEST_LOCKS, WITH_LOCK_METADATA } from '../distributed-lock.constants';
+import { WITH_LOCK_METADATA } from '../distributed-lock.constants';
 import { LockTimeoutError } from '../errors';
 import { contextLookup } from '../key-template/context-lookup';
 import { PlaceholderLookup, renderKeyTemplate } from '../key-template/render-key-template';
 import { LockService } from '../lock.service';
+import { httpRequest, httpResponse } from '../utils/context-args';
 import { describeLockError, LockErrorResponse } from './lock-error-response';
 import { LockSet } from './lock-set';
 import { enterHandlerScope, heldUntilDone, isThenable, lockedObservable, runWhileHeld } from './locked-call';
@@ -39,11 +40,8 @@ export class LockInterceptor implements NestInterceptor {
       this.locks,
       () => this.resolveKeys(context, metadata),
       metadata.options,
-      (locks) => {
-        if (context.getType() === 'http') context.switchToHttp().getRequest()[REQUEST_LOCKS] = locks.handles;
-        return next.handle();
-      },
-      { requestId: this.requestIdOf(context) },
+      () => next.handle(),
+      () => this.requestIdOf(context),
     ).pipe(catchError((error: unknown) => throwError(() => this.mapError(error, context))));
   }
 
@@ -53,7 +51,10 @@ export class LockInterceptor implements NestInterceptor {
    * Rejects with what `mapError` makes of a lock failure or of the handler's own error.
    */
   runHandler(context: ExecutionContext, metadata: WithLockMetadata, handler: (locks: LockSet) => unknown): unknown {
-    return runInLockScope(() => this.lockAndRunNow(context, metadata, handler), { requestId: this.requestIdOf(context) });
+    return runInLockScope(
+      () => this.lockAndRunNow(context, metadata, handler),
+      () => this.requestIdOf(context),
+    );
   }
 
   /**
@@ -90,7 +91,6 @@ export class LockInterceptor implements NestInterceptor {
   /** Runs the handler with `locks` held; releases when it returns, settles, or its Observable ends. */
   private runHeld(locks: LockSet, context: ExecutionContext, handler: (locks: LockSet) => unknown): unknown {
     enterHandlerScope(locks);
-    if (context.getType() === 'http') context.switchToHttp().getRequest()[REQUEST_LOCKS] = locks.handles;
     let result: unknown;
     try {
       result = runWhileHeld(locks, () => handler(locks));
@@ -154,7 +154,7 @@ export class LockInterceptor implements NestInterceptor {
    */
   protected requestIdOf(context: ExecutionContext): string | undefined {
     if (context.getType() !== 'http') return undefined;
-    const request = context.switchToHttp().getRequest();
+    const request = httpRequest(context);
     const header = request?.headers?.['x-request-id'];
     const id = (Array.isArray(header) ? header[0] : header) ?? request?.id;
     // Bounded, so a client cannot flood logs through it.
@@ -199,7 +199,7 @@ export class LockInterceptor implements NestInterceptor {
   }
 
   private setHeader(context: ExecutionContext, name: string, value: string): void {
-    const response = context.switchToHttp().getResponse();
+    const response = httpResponse(context);
     const adapter = this.adapterHost?.httpAdapter;
     if (adapter) adapter.setHeader(response, name, value);
     else response?.setHeader?.(name, value);
@@ -208,7 +208,7 @@ export class LockInterceptor implements NestInterceptor {
 
 /** The Node response under Express's (the same object) or Fastify's (`reply.raw`). */
 function rawResponse(context: ExecutionContext): { once?: (event: string, listener: () => void) => unknown; writableFinished?: boolean } | undefined {
-  const response = context.switchToHttp().getResponse();
+  const response = httpResponse(context);
   return response?.raw ?? response;
 }
 

@@ -1,6 +1,6 @@
 import { MonoTypeOperatorFunction, Observable, Subscription } from 'rxjs';
 import { raceAbort } from '../backends/shared/abort';
-import { currentLockScope, LockScope, lockScopeStorage, runInLockScope } from '../context/lock-context';
+import { currentLockScope, LockScope, lockScopeStorage, RequestIdSource, runInLockScope } from '../context/lock-context';
 import type { LockOptions } from '../lock-options';
 import type { LockService } from '../lock.service';
 import { LockSet } from './lock-set';
@@ -16,7 +16,7 @@ export function lockedObservable<T>(
   resolveKeys: () => readonly string[],
   options: LockOptions,
   work: (locks: LockSet) => Observable<T>,
-  scope: { requestId?: string } = {},
+  requestId?: RequestIdSource,
 ): Observable<T> {
   return new Observable<T>((subscriber) => {
     let locks: LockSet | undefined;
@@ -58,7 +58,7 @@ export function lockedObservable<T>(
           },
           (error: unknown) => subscriber.error(error),
         );
-    }, scope);
+    }, requestId);
     return () => {
       left = true;
       if (acquiring) cancelWait?.abort(leftWhileWaiting());

@@ -1,4 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
+import { httpRequest, rpcData, wsData } from '../utils/context-args';
 import type { Placeholder } from './parse-key-template';
 import { readPath } from './read-path';
 import type { PlaceholderLookup } from './render-key-template';
@@ -13,11 +14,11 @@ export function contextLookup(context: ExecutionContext): PlaceholderLookup {
   const type = context.getType<string>();
   switch (type) {
     case 'http':
-      return httpLookup(context.switchToHttp().getRequest());
+      return httpLookup(httpRequest(context));
     case 'rpc':
-      return payloadLookup(context.switchToRpc().getData());
+      return payloadLookup(rpcData(context));
     case 'ws':
-      return payloadLookup(context.switchToWs().getData());
+      return payloadLookup(wsData(context));
     default:
       throw new TypeError(
         `@WithLock key templates with placeholders work in http, rpc and ws handlers, not in "${type}" ones. ` +

@@ -16,7 +16,7 @@ describe('LockService.events$ and maxHold', () => {
         await expect(locks.acquire('file:1', { waitTimeout: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
         await lock.release();
       },
-      { requestId: 'req-42' },
+      'req-42',
     );
     expect(events.map((e) => e.type)).toEqual(['acquired', 'renewed', 'timeout', 'released']);
     for (const event of events) {

@@ -8,7 +8,6 @@ import { finalize, firstValueFrom, interval, map, Observable, of, take } from 'r
 import request from 'supertest';
 import type { AcquireRequest, LockGrant } from '../../lib/backends/lock-backend.interface';
 import { MemoryLockBackend } from '../../lib/backends/memory/memory-lock.backend';
-import { REQUEST_LOCKS } from '../../lib/distributed-lock.constants';
 import { DistributedLockModule } from '../../lib/distributed-lock.module';
 import { CurrentLock } from '../../lib/decorators/current-lock.decorator';
 import { WithLock } from '../../lib/decorators/with-lock.decorator';
@@ -130,11 +129,6 @@ class FilesController {
     return describeHandle(lock);
   }
 
-  @Post('request-locks/:id')
-  @WithLock('file:<<id>>')
-  requestLocks(@Param('id') id: string, @CurrentLock() lock: LockHandle, @Req() req: Record<symbol, ReadonlyMap<string, LockHandle>>) {
-    return { same: req[REQUEST_LOCKS].get(`file:${id}`) === lock };
-  }
 }
 
 @Controller('accounts')
@@ -384,11 +378,6 @@ describe('LockInterceptor over HTTP (memory backend)', () => {
     expect(response.body.key).toBe('computed:12');
   });
 
-  it('stores the handles on the request object', async () => {
-    const response = await request(base).post('/files/request-locks/11');
-    expect(response.status).toBe(201);
-    expect(response.body).toEqual({ same: true });
-  });
 });
 
 describe('LockInterceptor in other context types', () => {

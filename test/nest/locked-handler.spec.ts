@@ -27,6 +27,7 @@ import { DistributedLockModule } from '../../lib/distributed-lock.module';
 import { LockTimeoutError } from '../../lib/errors';
 import { LockInterceptor } from '../../lib/interceptors/lock.interceptor';
 import { LockModuleMissingError } from '../../lib/interceptors/locked-handler';
+import type { LockEvent } from '../../lib/lock-event';
 import type { LockHandle } from '../../lib/lock-handle';
 import { LockService } from '../../lib/lock.service';
 import { RecordingBackend } from '../support/recording-backend';
@@ -194,6 +195,27 @@ describe('@WithLock handler wrapper', () => {
     expect((await first).status).toBe(200);
     // Nobody took the lock after the holder: the abandoned request never ran.
     expect(await locks.isLocked('slow:1')).toBe(false);
+  });
+
+  it("carries the request's x-request-id into the lock events of its call, and none when it sent none", async () => {
+    await start();
+    const events: LockEvent[] = [];
+    const subscription = locks.events$.subscribe((event) => events.push(event));
+    try {
+      await request(base).get('/things/digits/21').set('x-request-id', 'req-21').expect(200);
+      await request(base).get('/things/digits/22').expect(200);
+    } finally {
+      subscription.unsubscribe();
+    }
+    const byKey = (key: string) => events.filter((event) => event.key === key).map((event) => [event.type, event.requestId]);
+    expect(byKey('digits:21')).toEqual([
+      ['acquired', 'req-21'],
+      ['released', 'req-21'],
+    ]);
+    expect(byKey('digits:22')).toEqual([
+      ['acquired', undefined],
+      ['released', undefined],
+    ]);
   });
 
   it('answers through the LockInterceptor subclass given to forRoot', async () => {

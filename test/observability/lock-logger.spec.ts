@@ -22,7 +22,7 @@ describe('attachLockLogger', () => {
         await expect(locks.acquire('file:42', { waitTimeout: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
         await lock.release();
       },
-      { requestId: 'req-7' },
+      'req-7',
     );
 
     expect(logger.lines.map((line) => line.level)).toEqual(['debug', 'verbose', 'debug', 'debug']);
