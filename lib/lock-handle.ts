@@ -27,13 +27,15 @@ export interface LockHandleInit {
   onEnd(handle: LockHandle): void;
   /** Told of renewals and how the lock ended, without an rxjs subscription per handle (LockService's events). */
   lifecycle?: LockLifecycleListener;
+  /** Handed back to `lifecycle` with every call: what the listener needs about this handle, without a lookup. */
+  lifecycleContext?: unknown;
 }
 
 /** @internal Direct callbacks for a handle's life: cheaper than subscribing to renewals$ on every grant. */
 export interface LockLifecycleListener {
-  renewal(handle: LockHandle, renewal: LockRenewal): void;
-  lost(handle: LockHandle, error: LockLostError): void;
-  released(handle: LockHandle): void;
+  renewal(handle: LockHandle, renewal: LockRenewal, context: unknown): void;
+  lost(handle: LockHandle, error: LockLostError, context: unknown): void;
+  released(handle: LockHandle, context: unknown): void;
 }
 
 /**
@@ -83,6 +85,7 @@ export class LockHandle implements AsyncDisposable {
   private releasing: Promise<void> | undefined;
   private stopObserving: (() => void) | undefined;
   private readonly lifecycle: LockLifecycleListener | undefined;
+  private readonly lifecycleContext: unknown;
   /** Callbacks for a loss; a Set only once someone asks (most handles are released without one). */
   private lossListeners: Set<(error: LockLostError) => void> | undefined;
 
@@ -101,6 +104,7 @@ export class LockHandle implements AsyncDisposable {
     this.onEnd = init.onEnd;
     this.maxHold = init.maxHold;
     this.lifecycle = init.lifecycle;
+    this.lifecycleContext = init.lifecycleContext;
     this.acquiredAt = Date.now();
     this.extender = ExtendBatcher.for(init.backend);
     this.watchdog = new Watchdog(
@@ -248,7 +252,7 @@ export class LockHandle implements AsyncDisposable {
     this.lossListeners = undefined;
     if (wasHeld) {
       this.renewalSubject?.complete();
-      this.lifecycle?.released(this);
+      this.lifecycle?.released(this, this.lifecycleContext);
     }
     this.onEnd(this);
   }
@@ -323,7 +327,7 @@ export class LockHandle implements AsyncDisposable {
     const listeners = this.lossListeners;
     this.lossListeners = undefined;
     listeners?.forEach((listener) => listener(error));
-    this.lifecycle?.lost(this, error);
+    this.lifecycle?.lost(this, error, this.lifecycleContext);
     this.onEnd(this);
   }
 
@@ -335,7 +339,7 @@ export class LockHandle implements AsyncDisposable {
 
   private publish(renewal: LockRenewal): void {
     this.renewalSubject?.next(renewal);
-    this.lifecycle?.renewal(this, renewal);
+    this.lifecycle?.renewal(this, renewal, this.lifecycleContext);
   }
 
   private emitAtRisk(error: Error): void {

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Observable, Subject } from 'rxjs';
 import type { AcquireRequest, BackendInspection, HeldLock, LockBackend, LockGrant } from './backends/lock-backend.interface';
-import { currentLockScope, lockScopeKey, runInLockScope, scopeKey } from './context/lock-context';
+import { currentLockScope, LockScope, lockScopeKey, runInLockScope, scopeKey } from './context/lock-context';
 import {
   LockBackendError,
   LockError,
@@ -39,6 +39,13 @@ const MAX_TIMER_DELAY = 2_147_483_647;
 /** How long past `waitTimeout` the core waits for a backend that ignores its abort signal before giving up on it. */
 const BACKEND_ABORT_GRACE_MS = 1_000;
 
+/** What a handle's later events are built from: its request, the family, and the lock scope (request id). */
+interface EventOrigin {
+  readonly request: AcquireRequest;
+  readonly family: string;
+  readonly scope: LockScope | undefined;
+}
+
 interface TypedEventListener {
   readonly types: ReadonlySet<LockEvent['type']>;
   readonly listener: (event: LockEvent) => void;
@@ -62,10 +69,10 @@ export class LockService {
   private readonly typedListeners = new Set<TypedEventListener>();
   private readonly instrumentations: LockInstrumentation[] = [];
   private readonly defaults: LockOptions | undefined;
+  private readonly resolvedOptions = new WeakMap<LockOptions, ResolvedLockOptions>();
   private readonly operationTimeout: number;
   private readonly handles = new Set<LockHandle>();
   /** Event fields of each handle that reports to events$ (see report). */
-  private readonly eventBases = new WeakMap<LockHandle, LockEventBase>();
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -80,7 +87,8 @@ export class LockService {
     this.keyPrefix = validateKeyPrefix(options.keyPrefix ?? DEFAULT_KEY_PREFIX);
     // Validate the defaults now, so a bad configuration fails at startup rather than on the first request.
     resolveLockOptions(undefined, options.defaults);
-    this.defaults = options.defaults;
+    // A frozen copy: options resolved against it can be kept (see resolveOptions).
+    this.defaults = options.defaults && Object.freeze({ ...options.defaults });
     this.holderId = `${hostname()}/${process.pid}/${options.instanceId ?? randomBytes(4).toString('hex')}`;
     this.events$ = this.eventSubject.asObservable();
     this.operationTimeout = options.operationTimeout ?? DEFAULT_OPERATION_TIMEOUT;
@@ -170,7 +178,7 @@ export class LockService {
       }
     } catch (error) {
       if (error instanceof LockTimeoutError) {
-        this.emit({ type: 'timeout', ...this.eventBase(request, resolved.family), waitTime: Math.round(monotonicNow() - started) });
+        this.emit({ type: 'timeout', ...this.eventBase({ request, family: resolved.family, scope: currentLockScope() }), waitTime: Math.round(monotonicNow() - started) });
       }
       throw error;
     }
@@ -281,7 +289,8 @@ export class LockService {
    */
   inheritedLock(key: string, resolved: Pick<ResolvedLockOptions, 'mode' | 'permits'>): LockHandle | undefined {
     const scope = currentLockScope();
-    if (!scope) return undefined;
+    // A request's own scope starts empty: no key to build then.
+    if (!scope || scope.held.size === 0) return undefined;
     const held = scope.held.get(scopeKey(this.keyPrefix, key, resolved.permits !== undefined));
     if (!held?.isHeld) return undefined;
     if (held.mode === 'read' && resolved.mode !== 'read') {
@@ -312,7 +321,7 @@ export class LockService {
 
   private prepare(key: string, options: LockOptions | undefined): { request: AcquireRequest; resolved: ResolvedLockOptions } {
     const normalized = validateLockKey(key);
-    const resolved = resolveLockOptions(options, this.defaults, normalized);
+    const resolved = this.resolveOptions(options, normalized);
     if (this.closing) {
       throw new LockServiceClosedError(normalized);
     }
@@ -327,6 +336,22 @@ export class LockService {
       permits: resolved.permits,
     };
     return { request, resolved };
+  }
+
+  /**
+   * Options that cannot change (frozen, as @WithLock's are) and name their family (else it depends on the
+   * key) resolve to the same result every time, so they are resolved once.
+   */
+  private resolveOptions(options: LockOptions | undefined, key: string): ResolvedLockOptions {
+    if (options === undefined || options.family === undefined || !Object.isFrozen(options)) {
+      return resolveLockOptions(options, this.defaults, key);
+    }
+    let resolved = this.resolvedOptions.get(options);
+    if (!resolved) {
+      resolved = resolveLockOptions(options, this.defaults, key);
+      this.resolvedOptions.set(options, resolved);
+    }
+    return resolved;
   }
 
   private checkSupport(resolved: ResolvedLockOptions): void {
@@ -399,7 +424,8 @@ export class LockService {
       void this.backend.release(lock).catch(() => undefined);
       return null;
     }
-    const tracked = this.tracksHandles();
+    // Nobody listens: skip events for this handle altogether.
+    const origin: EventOrigin | undefined = this.tracksHandles() ? { request, family: resolved.family, scope: currentLockScope() } : undefined;
     const handle = new LockHandle({
       backend: this.backend,
       lock,
@@ -408,11 +434,14 @@ export class LockService {
       operationTimeout: this.operationTimeout,
       maxHold: resolved.maxHold,
       onEnd: this.forget,
-      // Nobody listens: skip events for this handle altogether.
-      lifecycle: tracked ? this.lifecycle : undefined,
+      lifecycle: origin && this.lifecycle,
+      lifecycleContext: origin,
     });
     this.handles.add(handle);
-    if (tracked) this.report(handle, request, resolved.family, Math.round(monotonicNow() - started));
+    if (origin && this.wants('acquired')) {
+      const waitTime = Math.round(monotonicNow() - started);
+      this.emit({ type: 'acquired', ...this.eventBase(origin), waitTime, fencingToken: handle.fencingToken, expiresAt: handle.expiresAt });
+    }
     return handle;
   }
 
@@ -426,21 +455,15 @@ export class LockService {
     );
   }
 
-  /** Announces the grant; the handle then reports its renewals and end through `lifecycle` (see adopt). */
-  private report(handle: LockHandle, request: AcquireRequest, family: string, waitTime: number): void {
-    const base = this.eventBase(request, family);
-    this.eventBases.set(handle, base);
-    if (this.wants('acquired')) this.emit({ type: 'acquired', ...base, waitTime, fencingToken: handle.fencingToken, expiresAt: handle.expiresAt });
-  }
-
   /**
    * One listener for every handle, so a grant costs no rxjs subscription. Handles get it only while someone
-   * observes events$ (the hot path of an uncontended lock skips all of this).
+   * observes events (the hot path of an uncontended lock skips all of this), with their EventOrigin as context:
+   * events are built from it only when one is emitted, and with only the logger's warnings listening, most
+   * grants never emit one.
    */
   private readonly lifecycle: LockLifecycleListener = {
-    renewal: (handle, renewal) => {
-      const base = this.eventBases.get(handle);
-      if (!base) return;
+    renewal: (handle, renewal, context) => {
+      const base = this.eventBase(context as EventOrigin);
       const { fencingToken } = handle;
       if (renewal.type === 'renewed') {
         this.emit({ ...base, type: 'renewed', at: Date.now(), fencingToken, expiresAt: renewal.expiresAt, renewalCount: renewal.renewalCount });
@@ -448,23 +471,18 @@ export class LockService {
         this.emit({ ...base, type: 'at-risk', at: Date.now(), fencingToken, remaining: renewal.remaining, error: renewal.error });
       }
     },
-    lost: (handle, error) => {
-      const base = this.eventBases.get(handle);
-      if (!base) return;
-      this.eventBases.delete(handle);
+    lost: (handle, error, context) => {
+      const base = this.eventBase(context as EventOrigin);
       const holdTime = Date.now() - handle.acquiredAt;
       this.emit({ ...base, type: 'lost', at: Date.now(), fencingToken: handle.fencingToken, reason: error.reason ?? String(error), holdTime });
     },
-    released: (handle) => {
-      const base = this.eventBases.get(handle);
-      if (!base) return;
-      this.eventBases.delete(handle);
-      if (this.wants('released')) this.emit({ ...base, type: 'released', at: Date.now(), fencingToken: handle.fencingToken, holdTime: Date.now() - handle.acquiredAt });
+    released: (handle, context) => {
+      if (this.wants('released')) this.emit({ ...this.eventBase(context as EventOrigin), type: 'released', at: Date.now(), fencingToken: handle.fencingToken, holdTime: Date.now() - handle.acquiredAt });
     },
   };
 
-  private eventBase(request: AcquireRequest, family: string): LockEventBase {
-    const requestId = currentLockScope()?.requestId;
+  private eventBase({ request, family, scope }: EventOrigin): LockEventBase {
+    const requestId = scope?.requestId;
     return {
       key: request.key,
       namespace: request.namespace,

@@ -31,7 +31,8 @@ export function WithLock(keys: LockKeys, options: LockOptions = {}): ClassDecora
 
 function compileWithLock(keys: LockKeys, options: LockOptions): WithLockMetadata {
   checkOptions(options);
-  if (typeof keys === 'function') return { templates: [], factory: keys, options };
+  // Frozen copies: LockService resolves frozen options (with a family) once, not on every call.
+  if (typeof keys === 'function') return { templates: [], factory: keys, options: Object.freeze({ ...options }) };
   const list: readonly unknown[] = Array.isArray(keys) ? keys : [keys];
   if (list.length === 0) {
     throw new InvalidKeyTemplateError('[]', 'pass at least one key template, e.g. @WithLock(["account:<<from>>", "account:<<to>>"]).');
@@ -39,7 +40,7 @@ function compileWithLock(keys: LockKeys, options: LockOptions): WithLockMetadata
   const templates = list.map((template) => parseKeyTemplate(template));
   // Metrics are labelled by the template, never by resolved keys, so their cardinality stays small.
   const family = options.family ?? templates.map((template) => template.source).join(' + ');
-  return { templates, options: { ...options, family } };
+  return { templates, options: Object.freeze({ ...options, family }) };
 }
 
 /** Catches typos and impossible numbers now; the combination with module defaults is checked per acquisition. */

@@ -6,9 +6,14 @@
  */
 export function encodeKeyPart(value: unknown): string | undefined {
   const text = scalarText(value);
-  if (text === undefined || text.length === 0 || !text.isWellFormed()) return undefined;
+  if (text === undefined || text.length === 0) return undefined;
+  // Ids are mostly plain ASCII already: then there is nothing to normalise or encode.
+  if (UNRESERVED.test(text)) return text;
+  if (!text.isWellFormed()) return undefined;
   return encodeURIComponent(text.normalize('NFC')).replace(/[!'()*]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`);
 }
+
+const UNRESERVED = /^[A-Za-z0-9_.~-]+$/;
 
 /** Why `encodeKeyPart` refused a value, phrased to follow the placeholder's name. */
 export function describeUnusable(value: unknown): string {

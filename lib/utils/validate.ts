@@ -10,6 +10,7 @@ import {
 /** Longest key accepted, in bytes of UTF-8. Keeps server keys and log lines bounded. */
 export const MAX_KEY_BYTES = 1024;
 const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
+const ASCII = /^[\x00-\x7f]+$/;
 const KNOWN_LOCK_OPTIONS: ReadonlySet<string> = new Set(['mode', 'permits', 'ttl', 'waitTimeout', 'renewInterval', 'maxHold', 'family', 'signal']);
 const LOCK_MODES: ReadonlySet<string> = new Set(['exclusive', 'read', 'write']);
 /** Semaphores keep one entry per holder on the server; this bounds what one key can cost. */
@@ -26,6 +27,8 @@ export function validateLockKey(key: unknown): string {
   if (key.length === 0) {
     throw new InvalidLockKeyError(key, 'the key is empty. Pass a non-empty name such as "file:42".');
   }
+  // Most keys are ASCII: already NFC, one byte per character.
+  if (key.length <= MAX_KEY_BYTES && ASCII.test(key)) return key;
   if (!key.isWellFormed()) {
     throw new InvalidLockKeyError(
       key,

@@ -94,7 +94,7 @@ export class MemoryLockBackend implements LockBackend {
 
   async extend(lock: HeldLock, ttl: number): Promise<number | null> {
     this.assertOpen('extend');
-    const id = stateId(lock);
+    const id = heldStateId(lock);
     const holder = this.current(id)?.holders.get(lock.token);
     if (!holder) return null;
     holder.expiresAt = Date.now() + ttl;
@@ -110,7 +110,7 @@ export class MemoryLockBackend implements LockBackend {
   /** See LockBackend.releaseNow. */
   releaseNow(lock: HeldLock): boolean {
     if (this.closed) return false;
-    return this.remove(stateId(lock), lock.token);
+    return this.remove(heldStateId(lock), lock.token);
   }
 
   async isLocked(namespace: string, key: string): Promise<boolean> {
@@ -159,14 +159,16 @@ export class MemoryLockBackend implements LockBackend {
     }
     this.lastFencingToken += 1n;
     const validUntil = monotonicNow() + request.ttl;
+    const since = Date.now();
     state.holders.set(request.token, {
       request,
       fencingToken: this.lastFencingToken,
-      since: Date.now(),
-      expiresAt: Date.now() + request.ttl,
+      since,
+      expiresAt: since + request.ttl,
       validUntil,
     });
-    return { fencingToken: this.lastFencingToken, validUntil };
+    // The state id rides along in the handle, so extend and release need not build it again.
+    return { fencingToken: this.lastFencingToken, validUntil, state: id };
   }
 
   /** The key's state with expired holders dropped (and the waiters they blocked admitted), or undefined. */
@@ -246,6 +248,10 @@ function admits(state: KeyState, request: AcquireRequest): boolean {
   if (request.permits !== undefined) return state.holders.size < request.permits;
   if (request.mode === 'read') return [...state.holders.values()].every((holder) => holder.request.mode === 'read');
   return state.holders.size === 0;
+}
+
+function heldStateId(lock: HeldLock): string {
+  return typeof lock.state === 'string' ? lock.state : stateId(lock);
 }
 
 /** Semaphores live apart from locks of the same name. */
