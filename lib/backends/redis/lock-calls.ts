@@ -82,23 +82,24 @@ export function acquireCall(request: AcquireRequest, style: WaitStyle, waiterTtl
   };
 }
 
-export function extendCall(lock: HeldLock, ttl: number): ScriptCall {
+/** `token`: what the server stores as the owner (the Redis backend adds the holder id to the lock's token). */
+export function extendCall(lock: HeldLock, ttl: number, token = lock.token): ScriptCall {
   const kind = kindOf(lock);
   if (kind === 'semaphore') {
     const keys = redisSemaphoreKeys(lock.namespace, lock.key);
-    return { script: EXTEND_SHARED_SCRIPT, keys: [keys.holders], args: [lock.token, ttl], tag: keys.tag };
+    return { script: EXTEND_SHARED_SCRIPT, keys: [keys.holders], args: [token, ttl], tag: keys.tag };
   }
   const keys = redisLockKeys(lock.namespace, lock.key);
   return kind === 'read'
-    ? { script: EXTEND_SHARED_SCRIPT, keys: [keys.readers], args: [lock.token, ttl], tag: keys.tag }
-    : { script: EXTEND_SCRIPT, keys: [keys.lock], args: [lock.token, ttl], tag: keys.tag };
+    ? { script: EXTEND_SHARED_SCRIPT, keys: [keys.readers], args: [token, ttl], tag: keys.tag }
+    : { script: EXTEND_SCRIPT, keys: [keys.lock], args: [token, ttl], tag: keys.tag };
 }
 
 /**
  * Also used for grants nobody will hold (aborted or too late), hence an AcquireRequest is enough.
  * `fifo`: the backend runs FIFO queues, so the release wakes the queue's head; without, it only publishes '*'.
  */
-export function releaseCall(lock: AcquireRequest, fifo: boolean): ScriptCall {
+export function releaseCall(lock: AcquireRequest, fifo: boolean, token = lock.token): ScriptCall {
   const kind = kindOf(lock);
   const queues = fifo ? '1' : '';
   if (kind === 'semaphore') {
@@ -106,14 +107,14 @@ export function releaseCall(lock: AcquireRequest, fifo: boolean): ScriptCall {
     return {
       script: RELEASE_SEMAPHORE_SCRIPT,
       keys: [keys.holders, keys.queue, keys.queueExpiry],
-      args: [lock.token, keys.channel, lock.permits!, queues],
+      args: [token, keys.channel, lock.permits!, queues],
       tag: keys.tag,
     };
   }
   const keys = redisLockKeys(lock.namespace, lock.key);
   return kind === 'read'
-    ? { script: RELEASE_READ_SCRIPT, keys: [keys.readers, keys.queue, keys.queueExpiry], args: [lock.token, keys.channel, queues], tag: keys.tag }
-    : { script: RELEASE_SCRIPT, keys: [keys.lock, keys.queue, keys.queueExpiry], args: [lock.token, keys.channel, queues], tag: keys.tag };
+    ? { script: RELEASE_READ_SCRIPT, keys: [keys.readers, keys.queue, keys.queueExpiry], args: [token, keys.channel, queues], tag: keys.tag }
+    : { script: RELEASE_SCRIPT, keys: [keys.lock, keys.queue, keys.queueExpiry], args: [token, keys.channel, queues], tag: keys.tag };
 }
 
 /** Takes a waiter's queue entry or writer's intent back; `undefined` when it has none to take back. */

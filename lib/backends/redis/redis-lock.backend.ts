@@ -179,7 +179,7 @@ export class RedisLockBackend implements LockBackend {
   async extend(lock: HeldLock, ttl: number): Promise<number | null> {
     this.assertOpen('extend');
     const startedAt = performance.now();
-    const reply = await this.call('extend', runCall(this.client, extendCall(withStoredToken(lock), ttl)));
+    const reply = await this.call('extend', runCall(this.client, extendCall(lock, ttl, storedToken(lock))));
     return reply === 1 ? validityEnd(startedAt, ttl) : null;
   }
 
@@ -187,7 +187,7 @@ export class RedisLockBackend implements LockBackend {
   async extendMany(items: readonly { lock: HeldLock; ttl: number }[]): Promise<(number | null | Error)[]> {
     this.assertOpen('extend');
     const startedAt = performance.now();
-    const results = await this.call('extend', runBatch(this.client, items.map(({ lock, ttl }) => extendCall(withStoredToken(lock), ttl))));
+    const results = await this.call('extend', runBatch(this.client, items.map(({ lock, ttl }) => extendCall(lock, ttl, storedToken(lock)))));
     return results.map((result, index) => {
       if (!result.ok) return this.toBackendError('extend', result.error);
       return result.reply === 1 ? validityEnd(startedAt, items[index].ttl) : null;
@@ -196,12 +196,12 @@ export class RedisLockBackend implements LockBackend {
 
   async release(lock: HeldLock): Promise<boolean> {
     this.assertOpen('release');
-    return (await this.call('release', runCall(this.client, releaseCall(withStoredToken(lock), this.fairness === 'fifo')))) === 1;
+    return (await this.call('release', runCall(this.client, releaseCall(lock, this.fairness === 'fifo', storedToken(lock))))) === 1;
   }
 
   /**
    * Who holds the name (writer, readers, semaphore permits) and, in FIFO mode, who waits in order. Holder ids
-   * come from the stored tokens (see withStoredToken); expiries from PTTL and the holders' ZSET scores.
+   * come from the stored tokens (see storedToken); expiries from PTTL and the holders' ZSET scores.
    */
   async inspect(namespace: string, key: string): Promise<BackendInspection> {
     this.assertOpen('inspect');
@@ -501,9 +501,24 @@ interface InspectCommands {
  * compares the whole string, so ownership is as strict as before, and inspect() can tell operators who holds
  * a key without a second write. Whitespace is replaced because release messages list tokens separated by spaces.
  */
-function withStoredToken<T extends { token: string; holder?: string; permits?: number }>(request: T): T {
-  if (request.holder === undefined || request.token.includes('|')) return request;
-  return { ...request, token: `${request.token}|${request.permits ?? ''}|${storedHolder(request.holder)}` };
+function storedToken(lock: { token: string; holder?: string; permits?: number }): string {
+  if (lock.holder === undefined || lock.token.includes('|')) return lock.token;
+  return `${lock.token}|${lock.permits ?? ''}|${storedHolder(lock.holder)}`;
+}
+
+/** The request with its stored token; built field by field, as a spread of optional fields is slow in V8. */
+function withStoredToken(request: AcquireRequest): AcquireRequest {
+  const token = storedToken(request);
+  if (token === request.token) return request;
+  return {
+    namespace: request.namespace,
+    key: request.key,
+    token,
+    ttl: request.ttl,
+    mode: request.mode,
+    holder: request.holder,
+    permits: request.permits,
+  };
 }
 
 // A process mostly uses one holder id: remember the last one rather than run the regex on every acquire and release.
