@@ -17,7 +17,8 @@ export interface RoundPlan<State> {
 
 /**
  * Runs every library's slice in turn, `rounds` times over, instead of each library in one block: other load
- * on the machine that comes and goes then hits every library alike. Libraries stay open across rounds
+ * on the machine that comes and goes then hits every library alike. The order rotates each round, so no
+ * library always runs right after the same other one (or first, while the machine is still settling). Libraries stay open across rounds
  * (each with its own clients) and are all closed at the end, even after a failure.
  */
 export async function inRounds<State>(specs: readonly AdapterSpec[], plan: RoundPlan<State>): Promise<Entrant<State>[]> {
@@ -31,7 +32,8 @@ export async function inRounds<State>(specs: readonly AdapterSpec[], plan: Round
       }
     }
     for (let round = 0; round < plan.rounds; round++) {
-      for (const entrant of entrants) {
+      const start = round % entrants.length;
+      for (const entrant of [...entrants.slice(start), ...entrants.slice(0, start)]) {
         if (entrant.error !== undefined || entrant.state === undefined) continue;
         try {
           await plan.slice(entrant.state);

@@ -10,8 +10,10 @@ export interface HttpSettings {
   readonly durationSeconds: number;
   readonly warmupSeconds: number;
   readonly connections: number;
-  /** Measured runs per route; the order of the routes rotates, so drift and position hit each alike. */
+  /** Measured pairs of plain and locked runs; which of the two goes first alternates. */
   readonly rounds: number;
+  /** Pairs of plain and pass-through-interceptor runs, measured after (and apart from) the locked ones. */
+  readonly floorRounds: number;
 }
 
 export interface HttpRow {
@@ -23,6 +25,8 @@ export interface HttpRow {
    * speed drifts by a third between minutes; within one round both routes see the same machine.
    */
   readonly vsPlain: number;
+  /** The lowest and highest of those ratios. */
+  readonly vsPlainRange: readonly [number, number];
   readonly p50: number;
   readonly p99: number;
   readonly failures: number;
@@ -55,7 +59,7 @@ export async function http(servers: BenchServers, settings: HttpSettings): Promi
     title: 'requests/s and latency, with and without @WithLock',
     notes: [
       'autocannon reports latency in whole milliseconds.',
-      '"vs plain" is the median, over the rounds, of the ratio to the plain route in the same round (req/s is the mean).',
+      '"vs plain" is the median, over the pairs, of the ratio to the plain run of the same pair, with the lowest and highest in brackets (req/s is the mean; the plain row is from the locked pairs).',
       ...failureNotes(failures),
     ],
     headers,
@@ -67,7 +71,7 @@ export async function http(servers: BenchServers, settings: HttpSettings): Promi
           row.backend,
           ROUTE_LABELS[row.route],
           num(row.requestsPerSecond, 0),
-          row.route !== 'plain' ? `${num(row.vsPlain, 2)}x` : '',
+          row.route !== 'plain' ? `${num(row.vsPlain, 2)}x (${num(row.vsPlainRange[0], 2)}-${num(row.vsPlainRange[1], 2)})` : '',
           num(row.p50, 2),
           num(row.p99, 2),
           String(row.failures),
@@ -84,8 +88,10 @@ export async function http(servers: BenchServers, settings: HttpSettings): Promi
           '@WithLock wraps the handler instead of running as a Nest interceptor; the pass-through row shows the floor an interceptor-based lock would pay. ' +
           'The lock scope (AsyncLocalStorage, for reentrancy and LockService.current()) enables Node 20\'s promise hooks for the whole process once the first @WithLock request runs, so the plain row pays them too. ' +
           'The sample app in sample/ had no unlocked twin route, so the bench carries its own. Every request uses a random id, so locks never contend.',
-        `autocannon: ${settings.connections} connections, ${settings.warmupSeconds} s warm-up per route, then ${settings.rounds} x ${settings.durationSeconds} s per route ` +
-          'the order of the routes rotating from round to round; req/s is the mean of those runs, latency percentiles are from the last run. ' +
+        `autocannon: ${settings.connections} connections, ${settings.warmupSeconds} s warm-up per route, then ${settings.rounds} pairs of ${settings.durationSeconds} s runs of the plain and the locked route ` +
+          '(which one goes first alternates), then apart from them ' +
+          `${settings.floorRounds} pairs of the plain and the pass-through route (its run leaves garbage that the next run pays to collect). ` +
+          'req/s is the mean of those runs, latency percentiles are from the last run. ' +
           'App and autocannon run as separate processes on the same 2 cores (and redis-server for the Redis rows).',
       ],
       tables: [table],
@@ -101,32 +107,47 @@ async function measureBackend(servers: BenchServers, backend: 'memory' | 'redis'
     await app.next('ready', 60_000);
     const base = `http://127.0.0.1:${port}`;
     for (const route of ROUTES) await load(base, route, settings.warmupSeconds, settings.connections);
-    const runs: Record<Route, autocannon.Result[]> = { plain: [], intercepted: [], locked: [] };
-    for (let round = 0; round < settings.rounds; round++) {
-      // The order rotates every round: the run right after another one was measurably favoured.
-      for (let index = 0; index < ROUTES.length; index++) {
-        const route = ROUTES[(round + index) % ROUTES.length];
-        runs[route].push(await load(base, route, settings.durationSeconds, settings.connections));
-      }
-    }
-    return ROUTES.map((route) => {
-      const results = runs[route];
+    const locked = await pairedWithPlain(base, 'locked', settings.rounds, settings);
+    // Apart from the pairs above: the interceptor's run leaves much garbage behind, which the run after it pays
+    // to collect; run among them, it would burden whichever route follows it most often.
+    const intercepted = await pairedWithPlain(base, 'intercepted', settings.floorRounds, settings);
+    const row = (route: Route, results: autocannon.Result[], plain: autocannon.Result[] | undefined): HttpRow => {
       const last = results[results.length - 1];
-      const ratios = results.map((result, round) => result.requests.average / runs.plain[round].requests.average);
+      const ratios = plain ? results.map((result, round) => result.requests.average / plain[round].requests.average) : [1];
       return {
         backend,
         route,
         requestsPerSecond: results.reduce((sum, result) => sum + result.requests.average, 0) / results.length,
         vsPlain: summarize(ratios).median,
+        vsPlainRange: [Math.min(...ratios), Math.max(...ratios)],
         p50: last.latency.p50,
         p99: last.latency.p99,
         failures: results.reduce((sum, result) => sum + result.non2xx + result.errors + result.timeouts, 0),
       };
-    });
+    };
+    return [row('plain', locked.plain, undefined), row('intercepted', intercepted.other, intercepted.plain), row('locked', locked.other, locked.plain)];
   } finally {
     app.send({ type: 'stop' });
     await app.stop(10_000);
   }
+}
+
+/** `rounds` pairs of runs, the plain route and `route`; which one goes first alternates from pair to pair. */
+async function pairedWithPlain(
+  base: string,
+  route: Route,
+  rounds: number,
+  settings: HttpSettings,
+): Promise<{ plain: autocannon.Result[]; other: autocannon.Result[] }> {
+  const plain: autocannon.Result[] = [];
+  const other: autocannon.Result[] = [];
+  for (let round = 0; round < rounds; round++) {
+    for (const which of round % 2 === 0 ? ['plain', route] : [route, 'plain']) {
+      const result = await load(base, which as Route, settings.durationSeconds, settings.connections);
+      (which === 'plain' ? plain : other).push(result);
+    }
+  }
+  return { plain, other };
 }
 
 function load(base: string, route: (typeof ROUTES)[number], seconds: number, connections: number): Promise<autocannon.Result> {

@@ -1,4 +1,3 @@
-import { bestOf } from '../lib/compare';
 import { Failure, failedRow, failureNotes, num, Section, Table, times } from '../lib/report';
 import { inRounds, RoundPlan } from '../lib/rounds';
 import { BenchServers, countDelta, total } from '../lib/servers';
@@ -20,6 +19,12 @@ export interface UncontendedRow {
   readonly acquire: Summary;
   readonly release: Summary;
   readonly opsPerSecond: number;
+  /**
+   * Median over the rounds of this library's ops/s divided by the limit's (and the best peer's) in the same
+   * round: slices minutes apart on this VM can differ by a third, and a ratio within one round cancels that.
+   */
+  readonly vsLimit: number | undefined;
+  readonly vsBestPeer: number | undefined;
   readonly serverCallsPerOp: number;
 }
 
@@ -37,7 +42,8 @@ export async function uncontended(
     const storeSpecs = specs.filter((candidate) => candidate.store === store);
     if (storeSpecs.length === 0) continue;
     const entrants = await inRounds(storeSpecs, plan(servers, settings));
-    const rows = entrants.filter((entrant) => entrant.error === undefined && entrant.state).map((entrant) => toRow(entrant.state!));
+    const states = entrants.filter((entrant) => entrant.error === undefined && entrant.state).map((entrant) => entrant.state!);
+    const rows = withRoundRatios(states);
     const failures: Failure[] = entrants
       .filter((entrant) => entrant.error !== undefined)
       .map((entrant) => ({ name: entrant.spec.name, error: entrant.error }));
@@ -49,8 +55,9 @@ export async function uncontended(
     text: [
       `Each library loops acquire -> release on one free key, ttl ${TTL_MS / 1000} s: a ${settings.warmupMs} ms warm-up, then ` +
         `${settings.rounds} slices of ${num(settings.durationMs / settings.rounds / 1000, 2)} s taken in turn with the other libraries (${settings.durationMs / 1000} s each in all). ` +
-        'Latency is one full cycle (acquire + release); ops/s = cycles per second of slice. ' +
-        "Ratios: ops/s divided by the limit's and the best peer's ops/s (higher is better).",
+        'Latency is one full cycle (acquire + release); ops/s = cycles per second over all slices. ' +
+        "Ratios: the median over the rounds of ops/s divided by the limit's and the best peer's ops/s in the same round " +
+        '(higher is better); the order of the libraries rotates each round.',
     ],
     tables,
   };
@@ -65,6 +72,8 @@ interface State {
   readonly release: Samples;
   elapsed: number;
   serverCalls: number;
+  /** ops/s of each slice, one per round. */
+  readonly sliceOps: number[];
 }
 
 const KEY = 'uncontended';
@@ -74,7 +83,7 @@ function plan(servers: BenchServers, settings: UncontendedSettings): RoundPlan<S
     rounds: settings.rounds,
     async open(spec) {
       const adapter = await spec.create(servers.env, { ttl: TTL_MS });
-      const state: State = { spec, adapter, cycle: new Samples(), acquire: new Samples(), release: new Samples(), elapsed: 0, serverCalls: 0 };
+      const state: State = { spec, adapter, cycle: new Samples(), acquire: new Samples(), release: new Samples(), elapsed: 0, serverCalls: 0, sliceOps: [] };
       const warmEnd = performance.now() + settings.warmupMs;
       while (performance.now() < warmEnd) await adapter.release(await adapter.acquire(KEY));
       return state;
@@ -84,6 +93,7 @@ function plan(servers: BenchServers, settings: UncontendedSettings): RoundPlan<S
       const start = performance.now();
       const end = start + settings.durationMs / settings.rounds;
       let now = start;
+      let cycles = 0;
       while (now < end) {
         const handle = await state.adapter.acquire(KEY);
         const acquired = performance.now();
@@ -93,15 +103,32 @@ function plan(servers: BenchServers, settings: UncontendedSettings): RoundPlan<S
         state.release.push(released - acquired);
         state.cycle.push(released - now);
         now = released;
+        cycles++;
       }
       state.elapsed += now - start;
+      state.sliceOps.push((cycles * 1000) / (now - start));
       state.serverCalls += total(countDelta(before, await servers.counts(state.spec.store)), (name) => name === 'LeaseKeepAlive streams');
     },
     close: (state) => state.adapter.close(),
   };
 }
 
-function toRow(state: State): UncontendedRow {
+/** Rows with their per-round ratios to the limit and to the best peer (by ops/s over all slices). */
+function withRoundRatios(states: readonly State[]): UncontendedRow[] {
+  const opsPerSecond = (state: State) => (state.cycle.length * 1000) / state.elapsed;
+  const best = (role: Role) =>
+    states.filter((state) => state.spec.role === role).reduce<State | undefined>((a, b) => (a && opsPerSecond(a) >= opsPerSecond(b) ? a : b), undefined);
+  const limit = best('limit');
+  const peer = best('peer');
+  return states.map((state) => toRow(state, roundRatio(state, limit), roundRatio(state, peer)));
+}
+
+function roundRatio(state: State, other: State | undefined): number | undefined {
+  if (!other || other.sliceOps.length !== state.sliceOps.length) return undefined;
+  return summarize(state.sliceOps.map((ops, round) => ops / other.sliceOps[round])).median;
+}
+
+function toRow(state: State, vsLimit: number | undefined, vsBestPeer: number | undefined): UncontendedRow {
   return {
     name: state.spec.name,
     store: state.spec.store,
@@ -110,13 +137,13 @@ function toRow(state: State): UncontendedRow {
     acquire: summarize(state.acquire.values()),
     release: summarize(state.release.values()),
     opsPerSecond: (state.cycle.length * 1000) / state.elapsed,
+    vsLimit,
+    vsBestPeer,
     serverCallsPerOp: state.serverCalls / state.cycle.length,
   };
 }
 
 function table(store: Store, rows: UncontendedRow[], failures: Failure[]): Table {
-  const limit = bestOf(rows, 'limit', (row) => row.opsPerSecond, 'higher');
-  const peer = bestOf(rows, 'peer', (row) => row.opsPerSecond, 'higher');
   const calls = store === 'redis' ? 'server cmds/op' : 'server reqs/op';
   const headers = ['library', 'cycle p50 ms', 'cycle p99 ms', 'acquire p50 ms', 'release p50 ms', 'ops/s', 'vs limit', 'vs best peer', calls];
   return {
@@ -136,11 +163,15 @@ function table(store: Store, rows: UncontendedRow[], failures: Failure[]): Table
         num(row.acquire.median, 3),
         num(row.release.median, 3),
         num(row.opsPerSecond, 0),
-        times(row.opsPerSecond, limit),
-        times(row.opsPerSecond, peer),
+        ratio(row.vsLimit),
+        ratio(row.vsBestPeer),
         num(row.serverCallsPerOp, 1),
       ]),
       ...failures.map((failure) => failedRow(failure, headers.length)),
     ],
   };
+}
+
+function ratio(value: number | undefined): string {
+  return value === undefined ? 'n/a' : times(value, 1);
 }
