@@ -72,7 +72,6 @@ export class LockService {
   private readonly resolvedOptions = new WeakMap<LockOptions, ResolvedLockOptions>();
   private readonly operationTimeout: number;
   private readonly handles = new Set<LockHandle>();
-  /** Event fields of each handle that reports to events$ (see report). */
   private closing: Promise<void> | undefined;
 
   constructor(

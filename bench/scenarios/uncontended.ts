@@ -115,12 +115,15 @@ function plan(servers: BenchServers, settings: UncontendedSettings): RoundPlan<S
 
 /** Rows with their per-round ratios to the limit and to the best peer (by ops/s over all slices). */
 function withRoundRatios(states: readonly State[]): UncontendedRow[] {
-  const opsPerSecond = (state: State) => (state.cycle.length * 1000) / state.elapsed;
   const best = (role: Role) =>
     states.filter((state) => state.spec.role === role).reduce<State | undefined>((a, b) => (a && opsPerSecond(a) >= opsPerSecond(b) ? a : b), undefined);
   const limit = best('limit');
   const peer = best('peer');
   return states.map((state) => toRow(state, roundRatio(state, limit), roundRatio(state, peer)));
+}
+
+function opsPerSecond(state: State): number {
+  return (state.cycle.length * 1000) / state.elapsed;
 }
 
 function roundRatio(state: State, other: State | undefined): number | undefined {
@@ -136,7 +139,7 @@ function toRow(state: State, vsLimit: number | undefined, vsBestPeer: number | u
     cycle: summarize(state.cycle.values()),
     acquire: summarize(state.acquire.values()),
     release: summarize(state.release.values()),
-    opsPerSecond: (state.cycle.length * 1000) / state.elapsed,
+    opsPerSecond: opsPerSecond(state),
     vsLimit,
     vsBestPeer,
     serverCallsPerOp: state.serverCalls / state.cycle.length,
