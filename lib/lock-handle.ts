@@ -12,6 +12,12 @@ import { Watchdog } from './watchdog/watchdog';
 
 export type LockState = 'held' | 'released' | 'lost';
 
+/**
+ * One settled promise shared by every handle that needs "nothing to wait for": a promise per grant is a
+ * measurable cost once AsyncLocalStorage's promise hooks are on (they are, after the first @WithLock call).
+ */
+const SETTLED: Promise<void> = Promise.resolve();
+
 /** 'expire': maxHold passed, so stop renewing and let the lock run out. */
 type RenewOutcome = 'renewed' | 'retry' | 'lost' | 'expire';
 
@@ -79,7 +85,8 @@ export class LockHandle implements AsyncDisposable {
   private ttl: number;
   private renewalCount = 0;
   private lostError: LockLostError | undefined;
-  private renewalChain: Promise<unknown> = Promise.resolve();
+  /** The last renewal, which the next one (and release) waits for; none before the first. */
+  private renewalChain: Promise<unknown> | undefined;
   /** Renewals queued or running; release waits for them only when there are any. */
   private renewing = 0;
   private releasing: Promise<void> | undefined;
@@ -211,7 +218,7 @@ export class LockHandle implements AsyncDisposable {
     }
     this.currentState = 'released';
     this.backend.releaseNow(this.lock);
-    this.releasing = Promise.resolve();
+    this.releasing = SETTLED;
     this.ended(true);
     return true;
   }
@@ -260,7 +267,7 @@ export class LockHandle implements AsyncDisposable {
   /** Serialised: a manual extend and a watchdog tick never run at once. */
   private renew(ttl: number, onTransient?: (error: unknown) => void): Promise<RenewOutcome> {
     this.renewing += 1;
-    const next = this.renewalChain.then(() => this.renewOnce(ttl, onTransient)).finally(() => (this.renewing -= 1));
+    const next = (this.renewalChain ?? SETTLED).then(() => this.renewOnce(ttl, onTransient)).finally(() => (this.renewing -= 1));
     this.renewalChain = next.catch(() => undefined);
     return next;
   }

@@ -121,12 +121,15 @@ export class LockSet {
       this.releasing = releaseAll(this.owned);
       return false;
     }
-    this.releasing = Promise.resolve();
+    this.releasing = SETTLED;
     return true;
   }
 }
 
 const logger = new Logger(LOGGER_CONTEXT);
+
+/** Shared by every set released at once: no promise per request for a release that already happened. */
+const SETTLED: Promise<void> = Promise.resolve();
 
 /** Normalised first, so that spelling variants sort and de-duplicate as the one key they are. */
 function orderedKeys(keys: readonly string[]): string[] {
