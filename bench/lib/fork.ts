@@ -55,6 +55,11 @@ export class Worker<Out extends WorkerMessage> {
     return new Worker<Out>(child);
   }
 
+  /** The worker's process id (to read its CPU time from /proc). */
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
   send<T extends WorkerMessage>(message: T): void {
     this.child.send(message);
   }

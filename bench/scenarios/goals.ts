@@ -99,9 +99,13 @@ function withLockGoal({ http }: Results): Goal {
   const floor = intercepted
     ? `; a pass-through Nest interceptor, which @WithLock no longer uses, costs ${num((1 - intercepted.vsPlain) * 100, 1)}%`
     : '';
+  const cpu =
+    locked.cpuPerRequest !== undefined && plain.cpuPerRequest !== undefined
+      ? `; app CPU ${num(locked.cpuPerRequest, 1)} vs ${num(plain.cpuPerRequest, 1)} µs per request`
+      : '';
   return {
     goal,
-    measured: `${num(cost * 100, 1)}% (median of the per-pair ratios, which ranged ${num(locked.vsPlainRange[0], 2)}-${num(locked.vsPlainRange[1], 2)}; means ${num(locked.requestsPerSecond, 0)} vs ${num(plain.requestsPerSecond, 0)} req/s)${floor}`,
+    measured: `${num(cost * 100, 1)}% (median of the per-pair ratios, which ranged ${num(locked.vsPlainRange[0], 2)}-${num(locked.vsPlainRange[1], 2)}; means ${num(locked.requestsPerSecond, 0)} vs ${num(plain.requestsPerSecond, 0)} req/s${cpu})${floor}`,
     met: cost < 0.15,
   };
 }

@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freeTestPort } from '../../test/support/free-port';
@@ -33,6 +35,17 @@ export interface HttpRow {
   readonly p50: number;
   readonly p99: number;
   readonly failures: number;
+  /**
+   * The app process's CPU time (user + system) per request, median over the runs, in µs; undefined where
+   * /proc is missing. Steadier than req/s: it does not depend on how the load generator was scheduled.
+   */
+  readonly cpuPerRequest: number | undefined;
+}
+
+/** One route's autocannon run, with the app's CPU time spent during it. */
+interface RouteRun {
+  readonly result: autocannon.Result;
+  readonly cpuMs: number | undefined;
 }
 
 const APP = join(__dirname, '..', 'http-app.ts');
@@ -57,12 +70,13 @@ export async function http(servers: BenchServers, settings: HttpSettings): Promi
       failures.push({ name: backend, error });
     }
   }
-  const headers = ['backend', 'route', 'req/s', 'vs plain', 'latency p50 ms', 'latency p99 ms', 'non-2xx + errors'];
+  const headers = ['backend', 'route', 'req/s', 'vs plain', 'app CPU µs/request', 'latency p50 ms', 'latency p99 ms', 'non-2xx + errors'];
   const table: Table = {
     title: 'requests/s and latency, with and without @WithLock',
     notes: [
       'autocannon reports latency in whole milliseconds.',
       '"vs plain" is the median, over the pairs, of the ratio to the plain run of the same pair, with the lowest and highest in brackets (req/s is the mean; the plain row is from the locked pairs).',
+      '"app CPU µs/request" is the app process\'s user + system CPU time during a run divided by its requests, median over the runs (from /proc, 10 ms ticks).',
       ...failureNotes(failures),
     ],
     headers,
@@ -75,6 +89,7 @@ export async function http(servers: BenchServers, settings: HttpSettings): Promi
           ROUTE_LABELS[row.route],
           num(row.requestsPerSecond, 0),
           row.route !== 'plain' ? `${num(row.vsPlain, 2)}x (${num(row.vsPlainRange[0], 2)}-${num(row.vsPlainRange[1], 2)})` : '',
+          row.cpuPerRequest === undefined ? 'n/a' : num(row.cpuPerRequest, 1),
           num(row.p50, 2),
           num(row.p99, 2),
           String(row.failures),
@@ -109,14 +124,18 @@ async function measureBackend(servers: BenchServers, backend: 'memory' | 'redis'
   try {
     await app.next('ready', 60_000);
     const base = `http://127.0.0.1:${port}`;
-    for (const route of ROUTES) await load(base, route, settings.warmupSeconds, settings.connections);
-    const locked = await pairedWithPlain(base, 'locked', settings.rounds[backend], settings);
+    const cpu = processCpu(app.pid);
+    for (const route of ROUTES) await load(base, route, settings.warmupSeconds, settings.connections, cpu);
+    const locked = await pairedWithPlain(base, 'locked', settings.rounds[backend], settings, cpu);
     // Apart from the pairs above: the interceptor's run leaves much garbage behind, which the run after it pays
     // to collect; run among them, it would burden whichever route follows it most often.
-    const intercepted = await pairedWithPlain(base, 'intercepted', settings.floorRounds, settings);
-    const row = (route: Route, results: autocannon.Result[], plain: autocannon.Result[] | undefined): HttpRow => {
+    const intercepted = await pairedWithPlain(base, 'intercepted', settings.floorRounds, settings, cpu);
+    const row = (route: Route, runs: RouteRun[], plainRuns: RouteRun[] | undefined): HttpRow => {
+      const results = runs.map((run) => run.result);
+      const plain = plainRuns?.map((run) => run.result);
       const last = results[results.length - 1];
       const ratios = plain ? results.map((result, round) => result.requests.average / plain[round].requests.average) : [1];
+      const cpuPerRequest = runs.flatMap((run) => (run.cpuMs === undefined || run.result.requests.total === 0 ? [] : [(run.cpuMs * 1000) / run.result.requests.total]));
       return {
         backend,
         route,
@@ -126,6 +145,7 @@ async function measureBackend(servers: BenchServers, backend: 'memory' | 'redis'
         p50: last.latency.p50,
         p99: last.latency.p99,
         failures: results.reduce((sum, result) => sum + result.non2xx + result.errors + result.timeouts, 0),
+        cpuPerRequest: cpuPerRequest.length > 0 ? summarize(cpuPerRequest).median : undefined,
       };
     };
     return [row('plain', locked.plain, undefined), row('intercepted', intercepted.other, intercepted.plain), row('locked', locked.other, locked.plain)];
@@ -141,20 +161,22 @@ async function pairedWithPlain(
   route: Route,
   rounds: number,
   settings: HttpSettings,
-): Promise<{ plain: autocannon.Result[]; other: autocannon.Result[] }> {
-  const plain: autocannon.Result[] = [];
-  const other: autocannon.Result[] = [];
+  cpu: () => number | undefined,
+): Promise<{ plain: RouteRun[]; other: RouteRun[] }> {
+  const plain: RouteRun[] = [];
+  const other: RouteRun[] = [];
   for (let round = 0; round < rounds; round++) {
     for (const which of round % 2 === 0 ? ['plain', route] : [route, 'plain']) {
-      const result = await load(base, which as Route, settings.durationSeconds, settings.connections);
-      (which === 'plain' ? plain : other).push(result);
+      const run = await load(base, which as Route, settings.durationSeconds, settings.connections, cpu);
+      (which === 'plain' ? plain : other).push(run);
     }
   }
   return { plain, other };
 }
 
-function load(base: string, route: (typeof ROUTES)[number], seconds: number, connections: number): Promise<autocannon.Result> {
-  return autocannon({
+async function load(base: string, route: Route, seconds: number, connections: number, cpu: () => number | undefined): Promise<RouteRun> {
+  const before = cpu();
+  const result = await autocannon({
     url: base,
     connections,
     duration: seconds,
@@ -165,4 +187,26 @@ function load(base: string, route: (typeof ROUTES)[number], seconds: number, con
       },
     ],
   });
+  const after = cpu();
+  return { result, cpuMs: before === undefined || after === undefined ? undefined : after - before };
+}
+
+/** Reads a process's CPU time (user + system, ms) from /proc; undefined off Linux. */
+function processCpu(pid: number | undefined): () => number | undefined {
+  let msPerTick: number;
+  try {
+    msPerTick = 1000 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+  } catch {
+    msPerTick = 10;
+  }
+  return () => {
+    if (pid === undefined) return undefined;
+    try {
+      // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      return (Number(fields[11]) + Number(fields[12])) * msPerTick;
+    } catch {
+      return undefined;
+    }
+  };
 }
