@@ -106,7 +106,9 @@ export async function http(servers: BenchServers, settings: HttpSettings): Promi
           '@WithLock wraps the handler instead of running as a Nest interceptor; the pass-through row shows the floor an interceptor-based lock would pay. ' +
           'The lock scope (AsyncLocalStorage, for reentrancy and LockService.current()) enables Node 20\'s promise hooks for the whole process once the first @WithLock request runs, so the plain row pays them too. ' +
           'The sample app in sample/ had no unlocked twin route, so the bench carries its own. Every request uses a random id, so locks never contend.',
-        `autocannon: ${settings.connections} connections, ${settings.warmupSeconds} s warm-up per route, then ${settings.rounds.memory} (memory) or ${settings.rounds.redis} (Redis) pairs of ${settings.durationSeconds} s runs of the plain and the locked route ` +
+        'Express tries routes in declaration order, and one failed route match costs about 2-3 % of a request this small (measured with two identical plain routes), so it would count against whichever route is declared second. ' +
+          'Half the pairs therefore run in an app that declares the plain route first, and half in a second app process that declares the locked route first; the pass-through route comes third in both. ' +
+          `autocannon: ${settings.connections} connections, ${settings.warmupSeconds} s warm-up per route in each app, then ${settings.rounds.memory} (memory) or ${settings.rounds.redis} (Redis) pairs of ${settings.durationSeconds} s runs of the plain and the locked route ` +
           '(which one goes first alternates), then apart from them ' +
           `${settings.floorRounds} pairs of the plain and the pass-through route (its run leaves garbage that the next run pays to collect). ` +
           'req/s is the mean of those runs, latency percentiles are from the last run. ' +
@@ -118,37 +120,72 @@ export async function http(servers: BenchServers, settings: HttpSettings): Promi
   };
 }
 
+/**
+ * Express tries routes in declaration order and a failed match costs a few % of a request this small, so half
+ * the pairs run in an app that declares plain first and half in one that declares locked first.
+ */
+const ROUTE_ORDERS = ['plain-first', 'locked-first'] as const;
+
 async function measureBackend(servers: BenchServers, backend: 'memory' | 'redis', settings: HttpSettings): Promise<HttpRow[]> {
+  const locked: Paired = { plain: [], other: [] };
+  const intercepted: Paired = { plain: [], other: [] };
+  for (const [index, order] of ROUTE_ORDERS.entries()) {
+    // The first app gets the odd pair out.
+    const share = (total: number) => (index === 0 ? Math.ceil(total / 2) : Math.floor(total / 2));
+    const runs = await measureApp(servers, backend, order, share(settings.rounds[backend]), share(settings.floorRounds), settings);
+    for (const [into, from] of [[locked, runs.locked], [intercepted, runs.intercepted]] as const) {
+      into.plain.push(...from.plain);
+      into.other.push(...from.other);
+    }
+  }
+  const row = (route: Route, runs: RouteRun[], plainRuns: RouteRun[] | undefined): HttpRow => {
+    const results = runs.map((run) => run.result);
+    const plain = plainRuns?.map((run) => run.result);
+    const last = results[results.length - 1];
+    const ratios = plain ? results.map((result, round) => result.requests.average / plain[round].requests.average) : [1];
+    const cpuPerRequest = runs.flatMap((run) => (run.cpuMs === undefined || run.result.requests.total === 0 ? [] : [(run.cpuMs * 1000) / run.result.requests.total]));
+    return {
+      backend,
+      route,
+      requestsPerSecond: results.reduce((sum, result) => sum + result.requests.average, 0) / results.length,
+      vsPlain: summarize(ratios).median,
+      vsPlainRange: [Math.min(...ratios), Math.max(...ratios)],
+      p50: last.latency.p50,
+      p99: last.latency.p99,
+      failures: results.reduce((sum, result) => sum + result.non2xx + result.errors + result.timeouts, 0),
+      cpuPerRequest: cpuPerRequest.length > 0 ? summarize(cpuPerRequest).median : undefined,
+    };
+  };
+  return [row('plain', locked.plain, undefined), row('intercepted', intercepted.other, intercepted.plain), row('locked', locked.other, locked.plain)];
+}
+
+/** Runs of the plain route and another one, pair by pair. */
+interface Paired {
+  readonly plain: RouteRun[];
+  readonly other: RouteRun[];
+}
+
+/** One app process (routes in `order`): warm-up, then the locked pairs, then the pass-through pairs. */
+async function measureApp(
+  servers: BenchServers,
+  backend: 'memory' | 'redis',
+  order: (typeof ROUTE_ORDERS)[number],
+  lockedRounds: number,
+  floorRounds: number,
+  settings: HttpSettings,
+): Promise<{ locked: Paired; intercepted: Paired }> {
   const port = await freeTestPort();
-  const app = Worker.start<AppMessage>(APP, {}, [], { LOCK_BACKEND: backend, REDIS_URL: servers.redis.url, PORT: String(port) });
+  const app = Worker.start<AppMessage>(APP, {}, [], { LOCK_BACKEND: backend, REDIS_URL: servers.redis.url, PORT: String(port), ROUTE_ORDER: order });
   try {
     await app.next('ready', 60_000);
     const base = `http://127.0.0.1:${port}`;
     const cpu = processCpu(app.pid);
     for (const route of ROUTES) await load(base, route, settings.warmupSeconds, settings.connections, cpu);
-    const locked = await pairedWithPlain(base, 'locked', settings.rounds[backend], settings, cpu);
+    const locked = await pairedWithPlain(base, 'locked', lockedRounds, settings, cpu);
     // Apart from the pairs above: the interceptor's run leaves much garbage behind, which the run after it pays
     // to collect; run among them, it would burden whichever route follows it most often.
-    const intercepted = await pairedWithPlain(base, 'intercepted', settings.floorRounds, settings, cpu);
-    const row = (route: Route, runs: RouteRun[], plainRuns: RouteRun[] | undefined): HttpRow => {
-      const results = runs.map((run) => run.result);
-      const plain = plainRuns?.map((run) => run.result);
-      const last = results[results.length - 1];
-      const ratios = plain ? results.map((result, round) => result.requests.average / plain[round].requests.average) : [1];
-      const cpuPerRequest = runs.flatMap((run) => (run.cpuMs === undefined || run.result.requests.total === 0 ? [] : [(run.cpuMs * 1000) / run.result.requests.total]));
-      return {
-        backend,
-        route,
-        requestsPerSecond: results.reduce((sum, result) => sum + result.requests.average, 0) / results.length,
-        vsPlain: summarize(ratios).median,
-        vsPlainRange: [Math.min(...ratios), Math.max(...ratios)],
-        p50: last.latency.p50,
-        p99: last.latency.p99,
-        failures: results.reduce((sum, result) => sum + result.non2xx + result.errors + result.timeouts, 0),
-        cpuPerRequest: cpuPerRequest.length > 0 ? summarize(cpuPerRequest).median : undefined,
-      };
-    };
-    return [row('plain', locked.plain, undefined), row('intercepted', intercepted.other, intercepted.plain), row('locked', locked.other, locked.plain)];
+    const intercepted = await pairedWithPlain(base, 'intercepted', floorRounds, settings, cpu);
+    return { locked, intercepted };
   } finally {
     app.send({ type: 'stop' });
     await app.stop(10_000);
@@ -162,7 +199,7 @@ async function pairedWithPlain(
   rounds: number,
   settings: HttpSettings,
   cpu: () => number | undefined,
-): Promise<{ plain: RouteRun[]; other: RouteRun[] }> {
+): Promise<Paired> {
   const plain: RouteRun[] = [];
   const other: RouteRun[] = [];
   for (let round = 0; round < rounds; round++) {
