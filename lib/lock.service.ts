@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Observable, Subject } from 'rxjs';
 import type { AcquireRequest, BackendInspection, HeldLock, LockBackend, LockGrant } from './backends/lock-backend.interface';
@@ -22,6 +22,7 @@ import {
   ResolvedLockOptions,
 } from './lock-options';
 import { monotonicNow } from './utils/clock';
+import { newOwnerToken } from './utils/owner-token';
 import { withDeadline } from './utils/deadline';
 import { resolveLockOptions, validateKeyPrefix, validateLockKey } from './utils/validate';
 
@@ -328,7 +329,7 @@ export class LockService {
     const request: AcquireRequest = {
       namespace: this.keyPrefix,
       key: normalized,
-      token: randomUUID(),
+      token: newOwnerToken(),
       ttl: resolved.ttl,
       mode: resolved.mode,
       holder: this.holderId,

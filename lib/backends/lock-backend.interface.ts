@@ -89,7 +89,7 @@ export interface AcquireRequest {
   readonly namespace: string;
   /** The user's key: non-empty, at most 1 KiB of UTF-8, NFC. May contain any character; backends encode it. */
   readonly key: string;
-  /** Random owner token (crypto.randomUUID()). */
+  /** Random owner token: a lowercase v4 UUID, as crypto.randomUUID() makes (see utils/owner-token.ts). */
   readonly token: string;
   /**
    * Absent or 'exclusive' and 'write' must exclude each other and readers; 'read' is shared among readers.
