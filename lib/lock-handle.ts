@@ -4,11 +4,12 @@ import { LockBackendError, LockError, LockLostError } from './errors';
 import type { LockMode } from './lock-options';
 import type { LockRenewal } from './lock-renewal';
 import { monotonicNow, toEpochMs } from './utils/clock';
+import { LIST_SLOT } from './utils/slot-list';
 import { checkTtl } from './utils/validate';
 import { withDeadline } from './utils/deadline';
 import { ExtendBatcher } from './watchdog/extend-batcher';
 import { RenewalScheduler } from './watchdog/renewal-scheduler';
-import { Watchdog } from './watchdog/watchdog';
+import { Renewable, RENEW, VALIDITY_LEFT, Watchdog } from './watchdog/watchdog';
 
 export type LockState = 'held' | 'released' | 'lost';
 
@@ -48,7 +49,7 @@ export interface LockLifecycleListener {
  * One held lock. Its watchdog renews it every `renewInterval` until `release()`; the renewals are the
  * `renewals$` stream. Losing the lock is never silent: the stream errors with LockLostError and `signal` aborts.
  */
-export class LockHandle implements AsyncDisposable {
+export class LockHandle implements AsyncDisposable, Renewable {
   /** The key as locked (NFC-normalised), without the service's keyPrefix. */
   readonly key: string;
   /** Random owner token. The server checks it on every extend and release. */
@@ -64,6 +65,8 @@ export class LockHandle implements AsyncDisposable {
   readonly mode: LockMode;
   /** The semaphore's size when this handle holds a permit; undefined for locks. */
   readonly permits: number | undefined;
+  /** @internal Its place in the LockService's list of held handles. */
+  [LIST_SLOT] = -1;
 
 
   private readonly backend: LockBackend;
@@ -114,11 +117,7 @@ export class LockHandle implements AsyncDisposable {
     this.lifecycleContext = init.lifecycleContext;
     this.acquiredAt = Date.now();
     this.extender = ExtendBatcher.for(init.backend);
-    this.watchdog = new Watchdog(
-      { renew: () => this.renew(this.ttl), remaining: () => this.validUntil - monotonicNow() },
-      init.renewInterval,
-      RenewalScheduler.for(init.backend),
-    );
+    this.watchdog = new Watchdog(this, init.renewInterval, RenewalScheduler.for(init.backend));
     this.watchdog.start();
     this.stopObserving = init.backend.observe?.(init.lock, (event) => this.onBackendEvent(event));
   }
@@ -262,6 +261,16 @@ export class LockHandle implements AsyncDisposable {
       this.lifecycle?.released(this, this.lifecycleContext);
     }
     this.onEnd(this);
+  }
+
+  /** @internal The watchdog's renewal, at the current ttl. */
+  [RENEW](): Promise<RenewOutcome> {
+    return this.renew(this.ttl);
+  }
+
+  /** @internal ms of validity left, for the watchdog. */
+  [VALIDITY_LEFT](): number {
+    return this.validUntil - monotonicNow();
   }
 
   /** Serialised: a manual extend and a watchdog tick never run at once. */

@@ -17,12 +17,14 @@ import { LockHandle, type LockLifecycleListener } from './lock-handle';
 import {
   DEFAULT_KEY_PREFIX,
   DEFAULT_OPERATION_TIMEOUT,
+  LockMode,
   LockOptions,
   LockServiceOptions,
   ResolvedLockOptions,
 } from './lock-options';
 import { monotonicNow } from './utils/clock';
 import { newOwnerToken } from './utils/owner-token';
+import { SlotList } from './utils/slot-list';
 import { withDeadline } from './utils/deadline';
 import { resolveLockOptions, validateKeyPrefix, validateLockKey } from './utils/validate';
 
@@ -72,7 +74,7 @@ export class LockService {
   private readonly defaults: LockOptions | undefined;
   private readonly resolvedOptions = new WeakMap<LockOptions, ResolvedLockOptions>();
   private readonly operationTimeout: number;
-  private readonly handles = new Set<LockHandle>();
+  private readonly handles = new SlotList<LockHandle>();
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -104,7 +106,7 @@ export class LockService {
 
   /** The locks this service holds right now (a snapshot). */
   held(): LockHandle[] {
-    return [...this.handles];
+    return this.handles.toArray();
   }
 
   /**
@@ -287,7 +289,7 @@ export class LockService {
    * instead of waiting for itself. A write/exclusive lock covers reads; a read lock cannot be upgraded
    * in place (two readers upgrading would deadlock), so that is refused with a clear error.
    */
-  inheritedLock(key: string, resolved: Pick<ResolvedLockOptions, 'mode' | 'permits'>): LockHandle | undefined {
+  inheritedLock(key: string, resolved: { readonly mode?: LockMode; readonly permits?: number }): LockHandle | undefined {
     const scope = currentLockScope();
     // A request's own scope starts empty: no key to build then.
     if (!scope || scope.held.size === 0) return undefined;
@@ -296,7 +298,7 @@ export class LockService {
     if (held.mode === 'read' && resolved.mode !== 'read') {
       throw new LockNotSupportedError(
         this.backend.kind,
-        `upgrading the read lock on "${key}" to ${resolved.mode} within the same call chain`,
+        `upgrading the read lock on "${key}" to ${resolved.mode ?? 'exclusive'} within the same call chain`,
         'it would deadlock against the read lock this call chain holds. Take the write lock first.',
       );
     }
@@ -306,7 +308,7 @@ export class LockService {
   /** Releases every lock this service holds, then closes what the backend created itself (not your client). */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      await Promise.allSettled([...this.handles].map((handle) => handle.release()));
+      await Promise.allSettled(this.handles.toArray().map((handle) => handle.release()));
       await this.backend.close();
       this.eventSubject.complete();
       this.typedListeners.clear();

@@ -1,14 +1,16 @@
 import type { LockBackend } from '../backends/lock-backend.interface';
 import { monotonicNow } from '../utils/clock';
+import { SlotList, Slotted } from '../utils/slot-list';
 
-/** Something the scheduler runs when its renewal is due. */
-export interface ScheduledRenewal {
+/**
+ * Something the scheduler runs when its renewal is due. The scheduler keeps its timing on it (no entry object
+ * per schedule): this is set and cleared on every grant and release.
+ */
+export interface ScheduledRenewal extends Slotted {
   fire(): void;
-}
-
-interface Slot {
+  /** Monotonic ms when the renewal is due; set by the scheduler. */
   dueAt: number;
-  /** How early it may fire, so renewals due close together leave in one batch. */
+  /** How early it may fire, so renewals due close together leave in one batch; set by the scheduler. */
   slack: number;
 }
 
@@ -23,7 +25,7 @@ const schedulers = new WeakMap<LockBackend, RenewalScheduler>();
  * and can go out as one batch (see ExtendBatcher). The timer is unref'd.
  */
 export class RenewalScheduler {
-  private readonly slots = new Map<ScheduledRenewal, Slot>();
+  private readonly scheduled = new SlotList<ScheduledRenewal>();
   private timer: NodeJS.Timeout | undefined;
   private timerDueAt = Infinity;
 
@@ -37,12 +39,14 @@ export class RenewalScheduler {
   }
 
   get size(): number {
-    return this.slots.size;
+    return this.scheduled.size;
   }
 
   schedule(renewal: ScheduledRenewal, delay: number, period: number): void {
     const dueAt = monotonicNow() + Math.max(0, delay);
-    this.slots.set(renewal, { dueAt, slack: Math.min(period * EARLY_SHARE, MAX_EARLY_MS) });
+    renewal.dueAt = dueAt;
+    renewal.slack = Math.min(period * EARLY_SHARE, MAX_EARLY_MS);
+    this.scheduled.add(renewal);
     if (dueAt < this.timerDueAt) this.arm(dueAt);
   }
 
@@ -51,7 +55,7 @@ export class RenewalScheduler {
    * timer each time. A tick that finds nothing due simply does not re-arm.
    */
   cancel(renewal: ScheduledRenewal): void {
-    this.slots.delete(renewal);
+    this.scheduled.delete(renewal);
   }
 
   private arm(dueAt: number): void {
@@ -73,12 +77,15 @@ export class RenewalScheduler {
     const now = monotonicNow();
     const due: ScheduledRenewal[] = [];
     let next = Infinity;
-    for (const [renewal, slot] of this.slots) {
-      if (slot.dueAt - slot.slack <= now) due.push(renewal);
-      else if (slot.dueAt < next) next = slot.dueAt;
+    for (const renewal of this.scheduled.toArray()) {
+      if (renewal.dueAt - renewal.slack <= now) due.push(renewal);
+      else if (renewal.dueAt < next) next = renewal.dueAt;
     }
-    for (const renewal of due) this.slots.delete(renewal);
+    for (const renewal of due) this.scheduled.delete(renewal);
     if (next < Infinity) this.arm(next);
+    // Most urgent first: a batch may go out in parts (etcd sends 128 keys per request), and under load the
+    // later parts answer later.
+    due.sort((a, b) => a.dueAt - b.dueAt);
     for (const renewal of due) renewal.fire();
   }
 }

@@ -1,11 +1,19 @@
+import { LIST_SLOT } from '../utils/slot-list';
 import { RenewalScheduler, ScheduledRenewal } from './renewal-scheduler';
 
-/** What the watchdog keeps alive: one renewal attempt at a time, and how much validity is left. */
+/** Renewable's methods are symbols, so the handle that implements them keeps them out of its public API. */
+export const RENEW = Symbol('Renewable.renew');
+export const VALIDITY_LEFT = Symbol('Renewable.validityLeft');
+
+/**
+ * What the watchdog keeps alive: one renewal attempt at a time, and how much validity is left. A LockHandle is
+ * its own Renewable: an adapter object and two closures per grant would be garbage on every lock.
+ */
 export interface Renewable {
   /** One renewal. 'retry' = a transient failure while validity remains; 'expire' = stop renewing, check back at expiry. */
-  renew(): Promise<'renewed' | 'retry' | 'lost' | 'expire'>;
+  [RENEW](): Promise<'renewed' | 'retry' | 'lost' | 'expire'>;
   /** ms of validity left on the monotonic clock. */
-  remaining(): number;
+  [VALIDITY_LEFT](): number;
 }
 
 /**
@@ -14,6 +22,10 @@ export interface Renewable {
  * timer for all held locks), so ten thousand held locks do not mean ten thousand timers.
  */
 export class Watchdog implements ScheduledRenewal {
+  /** Kept by the RenewalScheduler. */
+  [LIST_SLOT] = -1;
+  dueAt = Infinity;
+  slack = 0;
   private inFlight: Promise<unknown> | undefined;
   private stopped = false;
 
@@ -33,8 +45,7 @@ export class Watchdog implements ScheduledRenewal {
     if (!this.stopped && !this.inFlight) this.schedule(interval);
   }
 
-  /** Stops scheduling and waits for a renewal in flight, so release never races a renewal. */
-  /** Stops renewing; returns a promise only when a renewal is in flight, to wait for it. */
+  /** Stops renewing; returns a promise only when a renewal is in flight, to wait for it (release never races a renewal). */
   stop(): Promise<void> | undefined {
     this.stopped = true;
     this.scheduler.cancel(this);
@@ -53,16 +64,16 @@ export class Watchdog implements ScheduledRenewal {
   private async runOnce(): Promise<void> {
     let outcome: 'renewed' | 'retry' | 'lost' | 'expire';
     try {
-      outcome = await this.target.renew();
+      outcome = await this.target[RENEW]();
     } catch {
       outcome = 'retry';
     }
     if (this.stopped) return;
     // A backend may grant less validity than asked (ZooKeeper caps it at the session timeout): renew before half of it is gone.
-    if (outcome === 'renewed') this.schedule(Math.min(this.interval, this.target.remaining() / 2));
-    else if (outcome === 'expire') this.schedule(Math.max(0, this.target.remaining()));
+    if (outcome === 'renewed') this.schedule(Math.min(this.interval, this.target[VALIDITY_LEFT]() / 2));
+    else if (outcome === 'expire') this.schedule(Math.max(0, this.target[VALIDITY_LEFT]()));
     // Retry sooner than the normal period, but in proportion to what is left so a short outage is ridden out.
-    else if (outcome === 'retry') this.schedule(Math.min(this.interval, Math.max(25, this.target.remaining() / 4)));
+    else if (outcome === 'retry') this.schedule(Math.min(this.interval, Math.max(25, this.target[VALIDITY_LEFT]() / 4)));
   }
 
   private schedule(delay: number): void {
