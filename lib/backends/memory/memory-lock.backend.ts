@@ -1,6 +1,7 @@
 import type { AcquireRequest, BackendInspection, HeldLock, LockBackend, LockGrant } from '../lock-backend.interface';
 import { LockBackendError } from '../../errors';
 import { monotonicNow } from '../../utils/clock';
+import { Holders } from './holders';
 
 interface Holder {
   readonly request: AcquireRequest;
@@ -21,7 +22,7 @@ interface Waiter {
 
 /** One lock name: who holds it (by owner token) and who waits, in arrival order. */
 interface KeyState {
-  readonly holders: Map<string, Holder>;
+  readonly holders: Holders<Holder>;
   readonly queue: Waiter[];
   /**
    * Expired holders are dropped when the key is next touched. This timer, armed only while someone waits, wakes
@@ -154,7 +155,7 @@ export class MemoryLockBackend implements LockBackend {
   private grant(id: string, request: AcquireRequest): LockGrant {
     let state = this.keys.get(id);
     if (!state) {
-      state = { holders: new Map(), queue: [] };
+      state = { holders: new Holders(), queue: [] };
       this.keys.set(id, state);
     }
     this.lastFencingToken += 1n;
@@ -177,7 +178,7 @@ export class MemoryLockBackend implements LockBackend {
     if (!state) return undefined;
     const now = monotonicNow();
     let expired = false;
-    for (const [token, holder] of state.holders) {
+    for (const [token, holder] of state.holders.entries()) {
       if (holder.validUntil <= now) {
         state.holders.delete(token);
         expired = true;
@@ -205,7 +206,15 @@ export class MemoryLockBackend implements LockBackend {
   /** Drops a holder and admits waiters from the head of the queue while they fit (several readers at once). */
   private remove(id: string, token: string): boolean {
     const state = this.keys.get(id);
-    if (!state?.holders.delete(token)) return false;
+    if (!state?.holders.has(token)) return false;
+    if (state.holders.size === 1 && state.queue.length === 0) {
+      // The last holder and nobody waiting: forget the key whole. Emptying its Map first would make V8
+      // reallocate the Map's table on the way, on every uncontended release.
+      clearTimeout(state.expiryTimer);
+      this.keys.delete(id);
+      return true;
+    }
+    state.holders.delete(token);
     this.admitWaiters(id, state);
     return true;
   }
