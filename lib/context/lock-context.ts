@@ -7,8 +7,8 @@ import type { LockHandle } from '../lock-handle';
  * instead of deadlocking against itself (reentrancy).
  */
 export class LockScope {
-  /** The locks of the innermost `@WithLock` handler or method of this scope, by key, for `@CurrentLock()`. */
-  handlerLocks?: ReadonlyMap<string, LockHandle> = undefined;
+  /** The locks of the innermost `@WithLock` handler or method of this scope, for `@CurrentLock()`. */
+  handlerLockSet?: { readonly handles: ReadonlyMap<string, LockHandle> } = undefined;
 
   constructor(
     /** Held handles of this call chain, keyed by scopeKey(). */
@@ -16,6 +16,11 @@ export class LockScope {
     private requestIdSource: RequestIdSource,
     private readonly parent: LockScope | undefined,
   ) {}
+
+  /** Those locks by key; built only when read. */
+  get handlerLocks(): ReadonlyMap<string, LockHandle> | undefined {
+    return this.handlerLockSet?.handles;
+  }
 
   /**
    * Carried into lock events and logs; the enclosing scope's when this one has none. Read from the request

@@ -13,34 +13,48 @@ import { validateLockKey } from '../utils/validate';
  */
 export class LockSet {
   private releasing: Promise<void> | undefined;
+  private handleMap: ReadonlyMap<string, LockHandle> | undefined;
 
   private constructor(
     private readonly service: LockService,
-    /** Every key of the call, in acquisition order, with its handle. */
-    readonly handles: ReadonlyMap<string, LockHandle>,
+    /** Every key of the call, in acquisition order... */
+    private readonly keys: readonly string[],
+    /** ...and its handle, at the same index. */
+    private readonly held: readonly LockHandle[],
     /** The handles this set acquired itself and must release. */
     private readonly owned: readonly LockHandle[],
   ) {}
 
+  /** Every key of the call, in acquisition order, with its handle. Built on first use: most calls never ask. */
+  get handles(): ReadonlyMap<string, LockHandle> {
+    return (this.handleMap ??= new Map(this.keys.map((key, index) => [key, this.held[index]])));
+  }
+
+  /** The handle when the call locks one key, else undefined. */
+  get single(): LockHandle | undefined {
+    return this.held.length === 1 ? this.held[0] : undefined;
+  }
+
   /** Acquires every key; if one fails, releases those already taken and rethrows that failure. */
   static async acquire(service: LockService, keys: readonly string[], options: LockOptions, cancel?: () => AbortSignal): Promise<LockSet> {
     const ordered = orderedKeys(keys);
-    const handles = new Map<string, LockHandle>();
+    const held = new Array<LockHandle>(ordered.length);
     const owned: LockHandle[] = [];
     try {
-      for (const key of ordered) {
-        let handle = service.inheritedLock(key, { mode: options.mode ?? 'exclusive', permits: options.permits });
+      for (let index = 0; index < ordered.length; index++) {
+        const key = ordered[index];
+        let handle = service.inheritedLock(key, options);
         if (!handle) {
           handle = await (cancel ? service.acquireCancellable(key, options, cancel) : service.acquire(key, options));
           owned.push(handle);
         }
-        handles.set(key, handle);
+        held[index] = handle;
       }
     } catch (error) {
       await releaseAll(owned);
       throw error;
     }
-    return new LockSet(service, handles, owned);
+    return new LockSet(service, ordered, held, owned);
   }
 
   /**
@@ -49,33 +63,36 @@ export class LockSet {
    */
   static acquireNow(service: LockService, keys: readonly string[], options: LockOptions): LockSet | undefined {
     const ordered = orderedKeys(keys);
-    const handles = new Map<string, LockHandle>();
-    const owned: LockHandle[] = [];
-    for (const key of ordered) {
-      let handle = service.inheritedLock(key, { mode: options.mode ?? 'exclusive', permits: options.permits });
+    const held = new Array<LockHandle>(ordered.length);
+    // Sized when the first lock is taken: an empty array's first push reserves room for 17.
+    let owned: LockHandle[] | undefined;
+    for (let index = 0; index < ordered.length; index++) {
+      const key = ordered[index];
+      let handle = service.inheritedLock(key, options);
       if (!handle) {
         handle = service.acquireIfFreeNow(key, options);
         if (!handle) {
-          for (const taken of owned.reverse()) if (!taken.releaseNow()) void releaseAll([taken]);
+          for (const taken of (owned ?? []).reverse()) if (!taken.releaseNow()) void releaseAll([taken]);
           return undefined;
         }
-        owned.push(handle);
+        if (owned) owned.push(handle);
+        else owned = [handle];
       }
-      handles.set(key, handle);
+      held[index] = handle;
     }
-    return new LockSet(service, handles, owned);
+    return new LockSet(service, ordered, held, owned ?? NONE);
   }
 
   /** Makes the handles visible to `LockService.current()` and to nested acquisitions in the current lock scope. */
   register(): void {
     const scope = currentLockScope();
     if (!scope) throw new Error('LockSet.register() must run inside runInLockScope().');
-    for (const handle of this.handles.values()) scope.held.set(lockScopeKey(handle), handle);
+    for (const handle of this.held) scope.held.set(lockScopeKey(handle), handle);
   }
 
   /** Aborted, with its LockLostError, as soon as any of the locks is lost. */
   signal(): AbortSignal {
-    const signals = [...this.handles.values()].map((handle) => handle.signal);
+    const signals = this.held.map((handle) => handle.signal);
     // AbortSignal.any is slow on Node 20; one lock, the common case, needs none.
     return signals.length === 1 ? signals[0] : AbortSignal.any(signals);
   }
@@ -83,7 +100,7 @@ export class LockSet {
   /** The LockLostError of a lock of this set that is lost already, if any. */
   lostError(): unknown {
     let lost: unknown;
-    for (const handle of this.handles.values()) {
+    for (const handle of this.held) {
       if (handle.state === 'lost') handle.onLost((error) => (lost ??= error))();
     }
     return lost;
@@ -97,7 +114,7 @@ export class LockSet {
       called = true;
       listener(error);
     };
-    const removers = [...this.handles.values()].map((handle) => handle.onLost(once));
+    const removers = this.held.map((handle) => handle.onLost(once));
     return () => removers.forEach((remove) => remove());
   }
 
@@ -130,6 +147,8 @@ const logger = new Logger(LOGGER_CONTEXT);
 
 /** Shared by every set released at once: no promise per request for a release that already happened. */
 const SETTLED: Promise<void> = Promise.resolve();
+
+const NONE: readonly LockHandle[] = Object.freeze([]);
 
 /** Normalised first, so that spelling variants sort and de-duplicate as the one key they are. */
 function orderedKeys(keys: readonly string[]): string[] {

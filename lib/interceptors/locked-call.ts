@@ -145,7 +145,7 @@ export function isThenable(value: unknown): value is PromiseLike<unknown> {
 /** Makes the locks visible to nested acquisitions, `LockService.current()` and `@CurrentLock()`. */
 export function enterHandlerScope(locks: LockSet): void {
   locks.register();
-  currentLockScope()!.handlerLocks = locks.handles;
+  currentLockScope()!.handlerLockSet = locks;
 }
 
 /** Mirrors the source, but errors with the LockLostError as soon as one of the locks is lost. */

@@ -131,7 +131,7 @@ function wrap(prototype: object, methodName: string | symbol, original: Function
     if (!call.interceptor) throw lockModuleMissing(host, methodName);
     return call.interceptor.runHandler(call.context, state.metadata, (locks: LockSet) => {
       if (currentLockIndexes.length > 0) {
-        const value = locks.handles.size === 1 ? locks.handles.values().next().value : locks.handles;
+        const value = locks.single ?? locks.handles;
         for (const index of currentLockIndexes) args[index] = value;
       }
       return original.apply(this, args);

@@ -33,8 +33,10 @@ export function contextLookup(context: ExecutionContext): PlaceholderLookup {
  */
 export function httpLookup(request: unknown): PlaceholderLookup {
   return ({ path }: Placeholder) => {
-    const [first, ...rest] = path;
-    if (rest.length > 0 && EXPLICIT_SOURCES.has(first)) {
+    const first = path[0];
+    // Indexing, not `[first, ...rest] = path`: that builds an array on every request for the common `<<id>>`.
+    if (path.length > 1 && EXPLICIT_SOURCES.has(first)) {
+      const rest = path.slice(1);
       const source = readSource(request, first as RequestSource);
       // Node lower-cases incoming header names.
       return readPath(source, first === 'headers' ? [rest[0].toLowerCase(), ...rest.slice(1)] : rest);
