@@ -17,9 +17,9 @@ export class LockSet {
 
   private constructor(
     private readonly service: LockService,
-    /** Every key of the call, in acquisition order... */
+    /** Every key of the call, in acquisition order. */
     private readonly keys: readonly string[],
-    /** ...and its handle, at the same index. */
+    /** Each key's handle, at the key's index. */
     private readonly held: readonly LockHandle[],
     /** The handles this set acquired itself and must release. */
     private readonly owned: readonly LockHandle[],

@@ -208,8 +208,7 @@ export class MemoryLockBackend implements LockBackend {
     const state = this.keys.get(id);
     if (!state?.holders.has(token)) return false;
     if (state.holders.size === 1 && state.queue.length === 0) {
-      // The last holder and nobody waiting: forget the key whole. Emptying its Map first would make V8
-      // reallocate the Map's table on the way, on every uncontended release.
+      // The last holder and nobody waiting, the uncontended release: forget the key whole.
       clearTimeout(state.expiryTimer);
       this.keys.delete(id);
       return true;
