@@ -4,6 +4,7 @@ import { LockBackendError, LockError, LockLostError } from './errors';
 import type { LockMode } from './lock-options';
 import type { LockRenewal } from './lock-renewal';
 import { monotonicNow, toEpochMs } from './utils/clock';
+import { SETTLED } from './utils/settled';
 import { LIST_SLOT } from './utils/slot-list';
 import { checkTtl } from './utils/validate';
 import { withDeadline } from './utils/deadline';
@@ -12,12 +13,6 @@ import { RenewalScheduler } from './watchdog/renewal-scheduler';
 import { Renewable, RENEW, VALIDITY_LEFT, Watchdog } from './watchdog/watchdog';
 
 export type LockState = 'held' | 'released' | 'lost';
-
-/**
- * One settled promise shared by every handle that needs "nothing to wait for": a promise per grant is a
- * measurable cost once AsyncLocalStorage's promise hooks are on (they are, after the first @WithLock call).
- */
-const SETTLED: Promise<void> = Promise.resolve();
 
 /** 'expire': maxHold passed, so stop renewing and let the lock run out. */
 type RenewOutcome = 'renewed' | 'retry' | 'lost' | 'expire';

@@ -120,10 +120,7 @@ export async function http(servers: BenchServers, settings: HttpSettings): Promi
   };
 }
 
-/**
- * Express tries routes in declaration order and a failed match costs a few % of a request this small, so half
- * the pairs run in an app that declares plain first and half in one that declares locked first.
- */
+/** See bench/http-app.ts: half the pairs with each route listed first. */
 const ROUTE_ORDERS = ['plain-first', 'locked-first'] as const;
 
 async function measureBackend(servers: BenchServers, backend: 'memory' | 'redis', settings: HttpSettings): Promise<HttpRow[]> {

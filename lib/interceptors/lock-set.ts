@@ -4,6 +4,7 @@ import { LOGGER_CONTEXT } from '../distributed-lock.constants';
 import type { LockHandle } from '../lock-handle';
 import type { LockOptions } from '../lock-options';
 import type { LockService } from '../lock.service';
+import { SETTLED } from '../utils/settled';
 import { validateLockKey } from '../utils/validate';
 
 /**
@@ -144,9 +145,6 @@ export class LockSet {
 }
 
 const logger = new Logger(LOGGER_CONTEXT);
-
-/** Shared by every set released at once: no promise per request for a release that already happened. */
-const SETTLED: Promise<void> = Promise.resolve();
 
 const NONE: readonly LockHandle[] = Object.freeze([]);
 

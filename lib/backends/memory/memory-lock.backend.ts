@@ -206,14 +206,7 @@ export class MemoryLockBackend implements LockBackend {
   /** Drops a holder and admits waiters from the head of the queue while they fit (several readers at once). */
   private remove(id: string, token: string): boolean {
     const state = this.keys.get(id);
-    if (!state?.holders.has(token)) return false;
-    if (state.holders.size === 1 && state.queue.length === 0) {
-      // The last holder and nobody waiting, the uncontended release: forget the key whole.
-      clearTimeout(state.expiryTimer);
-      this.keys.delete(id);
-      return true;
-    }
-    state.holders.delete(token);
+    if (!state?.holders.delete(token)) return false;
     this.admitWaiters(id, state);
     return true;
   }
