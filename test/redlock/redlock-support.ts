@@ -13,7 +13,14 @@ export function connectRedlockBackend(address: string, tuning: Omit<RedlockBacke
     client.on('error', () => undefined);
     return client;
   });
-  const backend = new RedlockBackend({ clients, ...tuning });
+  let backend: RedlockBackend;
+  try {
+    backend = new RedlockBackend({ clients, ...tuning });
+  } catch (error) {
+    // Reconnecting clients would keep the Jest worker alive past its suite.
+    for (const client of clients) client.disconnect();
+    throw error;
+  }
   let closing: Promise<void> | undefined;
   return {
     backend,

@@ -2,7 +2,7 @@ import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import Redis from 'ioredis';
 import { describeLockContract } from '../contract/lock-contract';
 import type { BackendFactory, BackendKind, BackendUnderTest, BackendWorld } from '../support/backends';
-import { freeTestPort } from '../support/free-port';
+import { freeTestPorts } from '../support/free-port';
 import { startRedis, type TestRedisServer } from '../support/redis-server';
 import { connectRedlockBackend } from './redlock-support';
 
@@ -48,7 +48,7 @@ const redlockFactory: BackendFactory = {
   create: async () => connectRedlockBackend(address()),
   world,
   unreachable: async () => {
-    const ports = [await freeTestPort(), await freeTestPort(), await freeTestPort()];
+    const ports = await freeTestPorts(3);
     const [port] = ports;
     return { port, ...connectRedlockBackend(ports.map((each) => `redis://127.0.0.1:${each}`).join(','), { requestTimeout: 500 }) };
   },

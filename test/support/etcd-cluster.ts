@@ -4,7 +4,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { etcdHealthy } from './etcd-server';
-import { freeTestPort } from './free-port';
+import { freeTestPorts } from './free-port';
 import { findBinary, ServerExitedError, SpawnedServer, spawnServer, stopServer, waitUntilReady } from './server-process';
 
 /** One member of a test cluster. */
@@ -77,21 +77,13 @@ export async function startEtcdCluster(size = 3): Promise<TestEtcdCluster> {
 }
 
 async function planMembers(size: number): Promise<MemberPlan[]> {
-  const used = new Set<number>();
-  const port = async () => {
-    for (;;) {
-      const candidate = await freeTestPort();
-      if (!used.has(candidate)) {
-        used.add(candidate);
-        return candidate;
-      }
-    }
-  };
-  const plans: MemberPlan[] = [];
-  for (let i = 0; i < size; i++) {
-    plans.push({ name: `m${i}`, port: await port(), peerPort: await port(), dir: mkdtempSync(join(tmpdir(), `ndl-etcd-cluster-m${i}-`)) });
-  }
-  return plans;
+  const ports = await freeTestPorts(size * 2);
+  return Array.from({ length: size }, (_, i) => ({
+    name: `m${i}`,
+    port: ports[2 * i],
+    peerPort: ports[2 * i + 1],
+    dir: mkdtempSync(join(tmpdir(), `ndl-etcd-cluster-m${i}-`)),
+  }));
 }
 
 function clusterMember(binary: string, plan: MemberPlan, initialCluster: string, token: string): EtcdClusterMember {

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freeTestPort } from './free-port';
+import { freeTestPorts } from './free-port';
 import { findBinary, ServerExitedError, SpawnedServer, spawnServer, stopServer, waitUntilReady } from './server-process';
 
 export interface TestEtcdServer {
@@ -33,9 +33,7 @@ const NAME = 'ndl-test';
 export async function startEtcd(): Promise<TestEtcdServer> {
   const binary = findBinary('etcd');
   for (let attempt = 1; ; attempt++) {
-    const port = await freeTestPort();
-    let peerPort = await freeTestPort();
-    while (peerPort === port) peerPort = await freeTestPort();
+    const [port, peerPort] = await freeTestPorts(2);
     const dir = mkdtempSync(join(tmpdir(), 'ndl-etcd-'));
     try {
       const server = await launch(binary, port, peerPort, dir);

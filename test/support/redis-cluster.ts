@@ -6,7 +6,7 @@ import Redis, { Cluster } from 'ioredis';
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import { RedisLockBackend, type RedisLockBackendTuning } from '../../lib/backends/redis/redis-lock.backend';
 import type { BackendFactory, BackendKind, BackendUnderTest, BackendWorld } from './backends';
-import { freeTestPort } from './free-port';
+import { freeTestPorts } from './free-port';
 import { pingRedis } from './redis-server';
 import { findBinary, ServerExitedError, SpawnedServer, spawnServer, stopServer, waitUntilReady } from './server-process';
 
@@ -134,10 +134,8 @@ export function redisClusterFactory(cluster: () => TestRedisCluster): BackendFac
 
 async function launchNode(binary: string): Promise<Node> {
   for (let attempt = 1; ; attempt++) {
-    const port = await freeTestPort();
     // The cluster bus would default to port + 10000, which may be taken or above 65535: pick it too.
-    let busPort = await freeTestPort();
-    while (busPort === port) busPort = await freeTestPort();
+    const [port, busPort] = await freeTestPorts(2);
     const dir = mkdtempSync(join(tmpdir(), 'ndl-redis-cluster-'));
     const server = spawnServer(binary, [
       '--port', String(port),

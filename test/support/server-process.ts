@@ -147,7 +147,7 @@ export class ServerExitedError extends Error {
     super(`${what} exited during start-up (code ${code}, signal ${signal}). Output:\n${output}`);
   }
 
-  /** The port was taken between freePort() and the server's bind: worth retrying with another port. */
+  /** The port was taken between freeTestPorts() and the server's bind: worth retrying with another port. */
   get portTaken(): boolean {
     return /address already in use|bind: address/i.test(this.output);
   }

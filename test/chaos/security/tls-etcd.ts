@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { get } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freeTestPort } from '../../support/free-port';
+import { freeTestPorts } from '../../support/free-port';
 import { findBinary, spawnServer, stopServer, waitUntilReady } from '../../support/server-process';
 import type { TestCertificates } from './certificates';
 
@@ -17,9 +17,7 @@ export interface TlsEtcd {
  * its readiness probe too), with a temp data dir. Peers stay on plain HTTP on loopback.
  */
 export async function startTlsEtcd(certificates: TestCertificates): Promise<TlsEtcd> {
-  const port = await freeTestPort();
-  let peerPort = await freeTestPort();
-  while (peerPort === port) peerPort = await freeTestPort();
+  const [port, peerPort] = await freeTestPorts(2);
   const dir = mkdtempSync(join(tmpdir(), 'ndl-etcd-tls-'));
   const endpoint = `https://127.0.0.1:${port}`;
   const peer = `http://127.0.0.1:${peerPort}`;
