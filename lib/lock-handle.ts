@@ -84,7 +84,7 @@ export class LockHandle implements AsyncDisposable, Renewable {
   private renewalCount = 0;
   private lostError: LockLostError | undefined;
   /** The last renewal, which the next one (and release) waits for; none before the first. */
-  private renewalChain: Promise<unknown> | undefined;
+  private renewalChain: Promise<RenewOutcome> | undefined;
   /** Renewals queued or running; release waits for them only when there are any. */
   private renewing = 0;
   private releasing: Promise<void> | undefined;
@@ -226,7 +226,7 @@ export class LockHandle implements AsyncDisposable, Renewable {
     if (wasHeld) this.currentState = 'released';
     const stopping = this.watchdog.stop();
     if (stopping) await stopping;
-    if (this.renewing > 0) await this.renewalChain;
+    if (this.renewing > 0) await this.renewalChain!.then(undefined, () => undefined);
     try {
       const attempt = this.backend.release(this.lock);
       // An in-process backend answers without I/O, so it needs no deadline timer.
@@ -270,60 +270,68 @@ export class LockHandle implements AsyncDisposable, Renewable {
 
   /** Serialised: a manual extend and a watchdog tick never run at once. */
   private renew(ttl: number, onTransient?: (error: unknown) => void): Promise<RenewOutcome> {
+    // Nothing in flight (every watchdog tick, in practice): start at once, with no promises to chain.
+    const after = this.renewing > 0 ? this.renewalChain : undefined;
     this.renewing += 1;
-    const next = (this.renewalChain ?? SETTLED).then(() => this.renewOnce(ttl, onTransient)).finally(() => (this.renewing -= 1));
-    this.renewalChain = next.catch(() => undefined);
-    return next;
+    if (!after) return (this.renewalChain = this.renewOnce(ttl, onTransient));
+    const run = () => this.renewOnce(ttl, onTransient);
+    return (this.renewalChain = after.then(run, run));
   }
 
+  /** Counts itself out of `renewing` when done. */
   private async renewOnce(ttl: number, onTransient?: (error: unknown) => void): Promise<RenewOutcome> {
-    if (this.currentState !== 'held') return 'lost';
-    const remaining = this.validUntil - monotonicNow();
-    // The loop may have been blocked past the validity: someone else may own the key by now. Never extend then.
-    if (remaining <= 0) {
-      this.markLost(
-        this.holdLimitReached
-          ? `it was held for maxHold=${this.maxHold} ms, so the watchdog stopped renewing it and it expired`
-          : 'its validity ended before it could be renewed (the event loop was blocked or renewals kept failing)',
-      );
-      return 'lost';
-    }
-    if (monotonicNow() - this.acquiredAtMonotonic >= this.maxHold) {
-      this.holdLimitReached = true;
-      return 'expire';
-    }
-    let validUntil: number | null;
     try {
-      validUntil = await withDeadline(this.extender.extend(this.lock, ttl), remaining, () =>
-        this.backendError('extend', `no reply within the ${Math.round(remaining)} ms of validity left`),
-      );
-    } catch (error) {
       if (this.currentState !== 'held') return 'lost';
-      if (monotonicNow() >= this.validUntil) {
-        this.markLost('the server could not be reached before its validity ended', error);
+      const remaining = this.validUntil - monotonicNow();
+      // The loop may have been blocked past the validity: someone else may own the key by now. Never extend then.
+      if (remaining <= 0) {
+        this.markLost(
+          this.holdLimitReached
+            ? `it was held for maxHold=${this.maxHold} ms, so the watchdog stopped renewing it and it expired`
+            : 'its validity ended before it could be renewed (the event loop was blocked or renewals kept failing)',
+        );
         return 'lost';
       }
-      const failure = error instanceof LockError ? error : this.backendError('extend', String(error), error);
-      onTransient?.(failure);
-      this.emitAtRisk(failure as Error);
-      return 'retry';
+      if (monotonicNow() - this.acquiredAtMonotonic >= this.maxHold) {
+        this.holdLimitReached = true;
+        return 'expire';
+      }
+      let validUntil: number | null;
+      try {
+        validUntil = await this.extender.extend(this.lock, ttl, this.validUntil);
+      } catch (error) {
+        if (this.currentState !== 'held') return 'lost';
+        if (monotonicNow() >= this.validUntil) {
+          this.markLost('the server could not be reached before its validity ended', error);
+          return 'lost';
+        }
+        const failure = error instanceof LockError ? error : this.backendError('extend', String(error), error);
+        onTransient?.(failure);
+        this.emitAtRisk(failure as Error);
+        return 'retry';
+      }
+      if (this.currentState !== 'held') return 'lost';
+      if (validUntil === null) {
+        this.markLost('the server no longer has it: it expired, was deleted, or its lease was revoked');
+        return 'lost';
+      }
+      this.validUntil = validUntil;
+      this.renewalCount += 1;
+      // Nobody listening (the usual case with many held locks): no renewal object to build.
+      if (this.renewalSubject || this.lifecycle) {
+        this.publish({
+          type: 'renewed',
+          key: this.key,
+          fencingToken: this.fencingToken,
+          expiresAt: this.expiresAt,
+          ttl,
+          renewalCount: this.renewalCount,
+        });
+      }
+      return 'renewed';
+    } finally {
+      this.renewing -= 1;
     }
-    if (this.currentState !== 'held') return 'lost';
-    if (validUntil === null) {
-      this.markLost('the server no longer has it: it expired, was deleted, or its lease was revoked');
-      return 'lost';
-    }
-    this.validUntil = validUntil;
-    this.renewalCount += 1;
-    this.publish({
-      type: 'renewed',
-      key: this.key,
-      fencingToken: this.fencingToken,
-      expiresAt: this.expiresAt,
-      ttl,
-      renewalCount: this.renewalCount,
-    });
-    return 'renewed';
   }
 
   private markLost(reason: string, cause?: unknown): void {
