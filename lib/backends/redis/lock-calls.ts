@@ -7,7 +7,7 @@ import { EXTEND_SCRIPT } from './extend.lua';
 import { IS_LOCKED_SCRIPT } from './is-locked.lua';
 import { LEAVE_LOCK_SCRIPT, LEAVE_SEMAPHORE_SCRIPT } from './leave.lua';
 import { RAISE_FENCE_SCRIPT } from './raise-fence.lua';
-import { redisLockKeys, redisSemaphoreKeys } from './redis-keys';
+import { redisLockKey, redisLockKeys, redisSemaphoreKeys } from './redis-keys';
 import type { RedisScript, ScriptRunner } from './redis-script';
 import { RELEASE_READ_SCRIPT } from './release-read.lua';
 import { RELEASE_SEMAPHORE_SCRIPT } from './release-semaphore.lua';
@@ -89,10 +89,13 @@ export function extendCall(lock: HeldLock, ttl: number, token = lock.token): Scr
     const keys = redisSemaphoreKeys(lock.namespace, lock.key);
     return { script: EXTEND_SHARED_SCRIPT, keys: [keys.holders], args: [token, ttl], tag: keys.tag };
   }
-  const keys = redisLockKeys(lock.namespace, lock.key);
-  return kind === 'read'
-    ? { script: EXTEND_SHARED_SCRIPT, keys: [keys.readers], args: [token, ttl], tag: keys.tag }
-    : { script: EXTEND_SCRIPT, keys: [keys.lock], args: [token, ttl], tag: keys.tag };
+  if (kind === 'read') {
+    const keys = redisLockKeys(lock.namespace, lock.key);
+    return { script: EXTEND_SHARED_SCRIPT, keys: [keys.readers], args: [token, ttl], tag: keys.tag };
+  }
+  // The common case, once per held lock and renewal: build only the key it touches.
+  const { lock: key, tag } = redisLockKey(lock.namespace, lock.key);
+  return { script: EXTEND_SCRIPT, keys: [key], args: [token, ttl], tag };
 }
 
 /**

@@ -40,6 +40,12 @@ export interface RedisSemaphoreKeys {
   readonly fence: string;
 }
 
+/** Only the exclusive/write lock's key and its tag: what a renewal needs, without building the other keys. */
+export function redisLockKey(namespace: string, key: string): { readonly tag: string; readonly lock: string } {
+  const tag = encodeKeyPart(key);
+  return { tag, lock: `${namespace}:{${tag}}` };
+}
+
 export function redisLockKeys(namespace: string, key: string): RedisLockKeys {
   const tag = encodeKeyPart(key);
   const lock = `${namespace}:{${tag}}`;

@@ -120,8 +120,6 @@ export class RedisLockBackend implements LockBackend {
   private readonly waits = new ClosableWaits();
   /** Releases of grants that arrived after their acquire was aborted. */
   private readonly cleanups = new Set<Promise<unknown>>();
-  /** Each held lock's extend call (see extendCallOf); a lock's entry goes with the lock. */
-  private readonly extendCalls = new WeakMap<HeldLock, ScriptCall>();
   private lastConnectionError?: Error;
   private closing?: Promise<void>;
 
@@ -182,7 +180,7 @@ export class RedisLockBackend implements LockBackend {
   async extend(lock: HeldLock, ttl: number): Promise<number | null> {
     this.assertOpen('extend');
     const startedAt = performance.now();
-    const reply = await this.call('extend', runCall(this.client, this.extendCallOf(lock, ttl)));
+    const reply = await this.call('extend', runCall(this.client, extendCall(lock, ttl, storedToken(lock))));
     return reply === 1 ? validityEnd(startedAt, ttl) : null;
   }
 
@@ -191,24 +189,12 @@ export class RedisLockBackend implements LockBackend {
     this.assertOpen('extend');
     const startedAt = performance.now();
     const calls = new Array<ScriptCall>(items.length);
-    for (let index = 0; index < items.length; index++) calls[index] = this.extendCallOf(items[index].lock, items[index].ttl);
+    for (let index = 0; index < items.length; index++) calls[index] = extendCall(items[index].lock, items[index].ttl, storedToken(items[index].lock));
     const results = await this.call('extend', runBatch(this.client, calls));
     return results.map((result, index) => {
       if (!result.ok) return this.toBackendError('extend', result.error);
       return result.reply === 1 ? validityEnd(startedAt, items[index].ttl) : null;
     });
-  }
-
-  /**
-   * A held lock renews with the same keys and stored token every time: build that call once per lock and ttl.
-   * With thousands of held locks, rebuilding the key strings on every renewal was a good part of its cost.
-   */
-  private extendCallOf(lock: HeldLock, ttl: number): ScriptCall {
-    const cached = this.extendCalls.get(lock);
-    if (cached && cached.args[1] === ttl) return cached;
-    const call = extendCall(lock, ttl, storedToken(lock));
-    this.extendCalls.set(lock, call);
-    return call;
   }
 
   async release(lock: HeldLock): Promise<boolean> {
