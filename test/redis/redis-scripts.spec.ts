@@ -126,4 +126,24 @@ describe('Redis scripts', () => {
     expect(await backend.extend(held(first, grant!), 5_000)).not.toBeNull();
     expect(await backend.release(held(first, grant!))).toBe(true);
   });
+
+  it('after SCRIPT FLUSH, a batched renewal of many locks sends one EVAL, then the rest again as EVALSHA', async () => {
+    const locks = await Promise.all(
+      Array.from({ length: 50 }, async (_, index) => {
+        const request = lockRequest(`noscript-batch-${index}`);
+        const grant = await backend.tryAcquire(request);
+        expect(grant).not.toBeNull();
+        return held(request, grant!);
+      }),
+    );
+    await admin.script('FLUSH');
+    await admin.config('RESETSTAT');
+
+    const results = await backend.extendMany(locks.map((lock) => ({ lock, ttl: 5_000 })));
+    for (const result of results) expect(typeof result).toBe('number');
+    expect(await commandStats(admin, 'eval')).toEqual({ calls: 1, failed: 0 });
+    // 50 answered NOSCRIPT, then the 49 others ran.
+    expect(await commandStats(admin, 'evalsha')).toEqual({ calls: 99, failed: 50 });
+    for (const lock of locks) expect(await backend.release(lock)).toBe(true);
+  });
 });

@@ -26,8 +26,13 @@ export class RedisScript {
       return await client.evalsha(this.sha1, keys.length, ...keys, ...args);
     } catch (error) {
       if (!isNoScriptError(error)) throw error;
-      return client.eval(this.source, keys.length, ...keys, ...args);
+      return this.runSource(client, keys, args);
     }
+  }
+
+  /** EVAL with the source, which also loads the script: for when the server is known not to have it. */
+  runSource(client: ScriptRunner, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    return client.eval(this.source, keys.length, ...keys, ...args);
   }
 }
 

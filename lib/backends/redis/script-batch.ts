@@ -1,7 +1,7 @@
 import { slotOfTag } from './cluster-slot';
 import { runCall, type ScriptCall } from './lock-calls';
 import type { RedisLockClient } from './redis-client';
-import { isNoScriptError } from './redis-script';
+import { isNoScriptError, type RedisScript } from './redis-script';
 
 export type BatchResult = { readonly ok: true; readonly reply: unknown } | { readonly ok: false; readonly error: unknown };
 
@@ -56,24 +56,43 @@ export async function runBatch(client: RedisLockClient, calls: readonly ScriptCa
 }
 
 /**
- * The single-server case, which renews thousands of locks per second: one pipeline, a plain loop over the
- * replies, and promises only for the rare NOSCRIPT retries.
+ * The single-server case, which renews thousands of locks per second: one pipeline and a plain loop over the
+ * replies. Items answered NOSCRIPT (a restarted server, or the first renewals of a process) are not sent again
+ * one EVAL each, which would ship the script's source thousands of times to a server that just came back:
+ * one EVAL per script loads it, and the rest go again as one more pipeline.
  */
-async function runPipeline(client: RedisLockClient, calls: readonly ScriptCall[]): Promise<BatchResult[]> {
+async function runPipeline(client: RedisLockClient, calls: readonly ScriptCall[], retry = true): Promise<BatchResult[]> {
   const pipeline = client.pipeline!();
   for (const { script, keys, args } of calls) pipeline.evalsha(script.sha1, keys.length, ...keys, ...args);
   const replies = await pipeline.exec();
   if (!replies) throw new Error('the pipeline was discarded');
   const results = new Array<BatchResult>(calls.length);
-  let retries: Promise<unknown>[] | undefined;
+  let unknownScript: number[] | undefined;
   for (let index = 0; index < replies.length; index++) {
     const [error, reply] = replies[index];
     if (!error) results[index] = { ok: true, reply };
-    else if (!isNoScriptError(error)) results[index] = { ok: false, error };
-    else (retries ??= []).push(settle(runCall(client, calls[index])).then((result) => (results[index] = result)));
+    else if (retry && isNoScriptError(error)) (unknownScript ??= []).push(index);
+    else results[index] = { ok: false, error };
   }
-  if (retries) await Promise.all(retries);
+  if (unknownScript) await rerunUnknownScripts(client, calls, unknownScript, results);
   return results;
+}
+
+async function rerunUnknownScripts(client: RedisLockClient, calls: readonly ScriptCall[], indexes: number[], results: BatchResult[]): Promise<void> {
+  const loading = new Map<RedisScript, number>();
+  const rest: number[] = [];
+  for (const index of indexes) {
+    if (loading.has(calls[index].script)) rest.push(index);
+    else loading.set(calls[index].script, index);
+  }
+  // One EVAL per script: it runs that item and loads the script for the others.
+  await Promise.all(
+    [...loading].map(async ([script, index]) => (results[index] = await settle(script.runSource(client, calls[index].keys, calls[index].args)))),
+  );
+  if (rest.length === 0) return;
+  // A second NOSCRIPT now (a flush in between) is that item's error; the next renewal tries again.
+  const again = await runPipeline(client, rest.map((index) => calls[index]), false);
+  rest.forEach((index, position) => (results[index] = again[position]));
 }
 
 /** The master serving the call's slot, as far as the client knows; '' on a single server. */
