@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Cluster } from 'ioredis';
 import { slotOfTag } from '../../lib/backends/redis/cluster-slot';
+import { EXTEND_SCRIPT } from '../../lib/backends/redis/extend.lua';
 import { encodeKeyPart, redisLockKeys, redisSemaphoreKeys } from '../../lib/backends/redis/redis-keys';
 import { RedisLockBackend, type RedisLockBackendTuning } from '../../lib/backends/redis/redis-lock.backend';
 import { LockBackendError } from '../../lib/errors';
@@ -147,11 +148,21 @@ describe('Redis Cluster (3 masters)', () => {
     opened.push(backend);
     const requests = KEYS.map((key) => ({ namespace: ns, key, token: randomUUID(), ttl: 10_000 }));
     const grants = await Promise.all(requests.map((request) => backend.tryAcquire(request)));
+    // Steady state: every master has the extend script (a first batch also loads it, with one more pipeline).
+    await Promise.all(own.nodes('master').map((node) => node.script('LOAD', EXTEND_SCRIPT.source)));
     const pipelines = jest.spyOn(own, 'pipeline');
     const results = await backend.extendMany(requests.map((request, index) => ({ lock: { ...request, fencingToken: grants[index]!.fencingToken }, ttl: 60_000 })));
     expect(pipelines.mock.calls.length).toBeLessThanOrEqual(3);
     pipelines.mockRestore();
     expect(results.filter((result) => typeof result === 'number')).toHaveLength(KEYS.length);
+
+    // After a flush (as after a restart), each master gets the script's source once, not once per lock.
+    const masters = own.nodes('master');
+    await Promise.all(masters.map(async (node) => (await node.script('FLUSH'), await node.config('RESETSTAT'))));
+    const again = await backend.extendMany(requests.map((request, index) => ({ lock: { ...request, fencingToken: grants[index]!.fencingToken }, ttl: 60_000 })));
+    expect(again.filter((result) => typeof result === 'number')).toHaveLength(KEYS.length);
+    const evals = await Promise.all(masters.map(async (node) => Number(/cmdstat_eval:calls=(\d+)/.exec(await node.info('commandstats'))?.[1] ?? 0)));
+    expect(Math.max(...evals)).toBe(1);
     await Promise.all(requests.map((request, index) => backend.release({ ...request, fencingToken: grants[index]!.fencingToken })));
   });
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import Redis from 'ioredis';
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
+import { EXTEND_SCRIPT } from '../../lib/backends/redis/extend.lua';
 import { LockQuorumError } from '../../lib/backends/redlock/lock-quorum.error';
 import { RedlockBackend, type RedlockBackendOptions } from '../../lib/backends/redlock/redlock.backend';
 import { LockBackendError, LockNotSupportedError, LockTimeoutError } from '../../lib/errors';
@@ -246,8 +247,11 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     opened.push(redlock);
     const requests = Array.from({ length: 20 }, (_, index) => ({ namespace: ns, key: `many:${index}`, token: randomUUID(), ttl: 10_000 }));
     const grants = await Promise.all(requests.map((request) => redlock.tryAcquire(request)));
+    const locks = requests.map((request, index) => ({ ...request, fencingToken: grants[index]!.fencingToken }));
+    // Steady state: every instance has the extend script (a first batch also loads it, with one more pipeline).
+    await Promise.all(own.map((client) => client.script('LOAD', EXTEND_SCRIPT.source)));
     const pipelines = own.map((client) => jest.spyOn(client, 'pipeline'));
-    const results = await redlock.extendMany(requests.map((request, index) => ({ lock: { ...request, fencingToken: grants[index]!.fencingToken }, ttl: 20_000 })));
+    const results = await redlock.extendMany(locks.map((lock) => ({ lock, ttl: 20_000 })));
     expect(pipelines.map((spy) => spy.mock.calls.length)).toEqual(servers.map(() => 1));
     expect(results.every((result) => typeof result === 'number')).toBe(true);
   });

@@ -6,10 +6,9 @@ import { isNoScriptError, type RedisScript } from './redis-script';
 export type BatchResult = { readonly ok: true; readonly reply: unknown } | { readonly ok: false; readonly error: unknown };
 
 /**
- * Runs many script calls in as few round trips as possible: one pipeline on a single server; on a Cluster one
- * pipeline per node (ioredis refuses a pipeline whose keys live on several nodes), all nodes in parallel.
- * Results are in input order, each the reply or that item's own error. A NOSCRIPT reply (after a restart)
- * costs that item one EVAL, which also reloads the script for the next batch.
+ * Runs many script calls (renewals: each may safely run twice) in as few round trips as possible: one pipeline
+ * on a single server; on a Cluster one pipeline per node (ioredis refuses a pipeline whose keys live on several
+ * nodes), all nodes in parallel. Results are in input order, each the reply or that item's own error.
  *
  * On a single server a failed pipeline rejects as a whole (the connection is the problem); on a Cluster a
  * node group whose pipeline fails (e.g. the slot moved meanwhile) falls back to one call per item, which
@@ -28,36 +27,22 @@ export async function runBatch(client: RedisLockClient, calls: readonly ScriptCa
   });
   await Promise.all(
     [...groups.values()].map(async (indexes) => {
-      const pipeline = client.pipeline!();
-      for (const index of indexes) {
-        const { script, keys, args } = calls[index];
-        pipeline.evalsha(script.sha1, keys.length, ...keys, ...args);
-      }
-      let replies: [Error | null, unknown][] | null;
+      const group = indexes.map((index) => calls[index]);
+      let answers: BatchResult[];
       try {
-        replies = await pipeline.exec();
-        if (!replies) throw new Error('the pipeline was discarded');
-      } catch (error) {
-        if (!client.isCluster) throw error;
-        await Promise.all(indexes.map(async (index) => (results[index] = await settle(runCall(client, calls[index])))));
-        return;
+        answers = await runPipeline(client, group);
+      } catch {
+        // Extends are idempotent: items that already ran may run again.
+        answers = await Promise.all(group.map((call) => settle(runCall(client, call))));
       }
-      await Promise.all(
-        replies.map(async ([error, reply], position) => {
-          const index = indexes[position];
-          if (!error) results[index] = { ok: true, reply };
-          else if (isNoScriptError(error)) results[index] = await settle(runCall(client, calls[index]));
-          else results[index] = { ok: false, error };
-        }),
-      );
+      indexes.forEach((index, position) => (results[index] = answers[position]));
     }),
   );
   return results;
 }
 
 /**
- * The single-server case, which renews thousands of locks per second: one pipeline and a plain loop over the
- * replies. Items answered NOSCRIPT (a restarted server, or the first renewals of a process) are not sent again
+ * One pipeline (on a Cluster, of calls that one node serves) and a plain loop over the replies. Items answered NOSCRIPT (a restarted server, or the first renewals of a process) are not sent again
  * one EVAL each, which would ship the script's source thousands of times to a server that just came back:
  * one EVAL per script loads it, and the rest go again as one more pipeline.
  */
