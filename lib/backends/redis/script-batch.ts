@@ -42,9 +42,10 @@ export async function runBatch(client: RedisLockClient, calls: readonly ScriptCa
 }
 
 /**
- * One pipeline (on a Cluster, of calls that one node serves) and a plain loop over the replies. Items answered NOSCRIPT (a restarted server, or the first renewals of a process) are not sent again
- * one EVAL each, which would ship the script's source thousands of times to a server that just came back:
- * one EVAL per script loads it, and the rest go again as one more pipeline.
+ * One pipeline (on a Cluster, of calls that one node serves) and a plain loop over the replies. Items answered
+ * NOSCRIPT (a restarted server, or the first renewals of a process) are not sent again one EVAL each, which
+ * would ship the script's source thousands of times to a server that just came back: one EVAL per script
+ * loads it, and the rest go again as one more pipeline.
  */
 async function runPipeline(client: RedisLockClient, calls: readonly ScriptCall[], retry = true): Promise<BatchResult[]> {
   const pipeline = client.pipeline!();
