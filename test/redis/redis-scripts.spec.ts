@@ -1,12 +1,14 @@
 import Redis from 'ioredis';
+import type { AcquireRequest, HeldLock } from '../../lib/backends/lock-backend.interface';
 import { ACQUIRE_READ_SCRIPT } from '../../lib/backends/redis/acquire-read.lua';
 import { ACQUIRE_SEMAPHORE_SCRIPT } from '../../lib/backends/redis/acquire-semaphore.lua';
 import { ACQUIRE_SCRIPT } from '../../lib/backends/redis/acquire.lua';
 import { EXTEND_SHARED_SCRIPT } from '../../lib/backends/redis/extend-shared.lua';
-import { EXTEND_SCRIPT } from '../../lib/backends/redis/extend.lua';
+import { EXTEND_MANY_SCRIPT, EXTEND_SCRIPT } from '../../lib/backends/redis/extend.lua';
 import { IS_LOCKED_SCRIPT } from '../../lib/backends/redis/is-locked.lua';
 import { LEAVE_LOCK_SCRIPT, LEAVE_SEMAPHORE_SCRIPT } from '../../lib/backends/redis/leave.lua';
 import { RAISE_FENCE_SCRIPT } from '../../lib/backends/redis/raise-fence.lua';
+import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
 import { RELEASE_READ_SCRIPT } from '../../lib/backends/redis/release-read.lua';
 import { RELEASE_SEMAPHORE_SCRIPT } from '../../lib/backends/redis/release-semaphore.lua';
@@ -58,6 +60,7 @@ describe('Redis scripts', () => {
     ACQUIRE_SEMAPHORE_SCRIPT,
     EXTEND_SCRIPT,
     EXTEND_SHARED_SCRIPT,
+    EXTEND_MANY_SCRIPT,
     RELEASE_SCRIPT,
     RELEASE_READ_SCRIPT,
     RELEASE_SEMAPHORE_SCRIPT,
@@ -127,23 +130,48 @@ describe('Redis scripts', () => {
     expect(await backend.release(held(first, grant!))).toBe(true);
   });
 
-  it('after SCRIPT FLUSH, a batched renewal of many locks sends one EVAL, then the rest again as EVALSHA', async () => {
-    const locks = await Promise.all(
-      Array.from({ length: 50 }, async (_, index) => {
-        const request = lockRequest(`noscript-batch-${index}`);
+  async function holdMany(prefix: string, count: number, kind: Partial<AcquireRequest> = {}): Promise<HeldLock[]> {
+    return Promise.all(
+      Array.from({ length: count }, async (_, index) => {
+        const request = { ...lockRequest(`${prefix}-${index}`), ...kind };
         const grant = await backend.tryAcquire(request);
         expect(grant).not.toBeNull();
         return held(request, grant!);
       }),
     );
+  }
+
+  it('renew a batch of exclusive locks with one script call per 100, each lock with its own result', async () => {
+    const exclusive = await holdMany('extend-many', 150);
+    const readers = await holdMany('extend-many-read', 2, { mode: 'read' });
+    // One lock is no longer ours: its result alone is null.
+    await admin.del(redisLockKeys(exclusive[7].namespace, exclusive[7].key).lock);
+    await backend.extendMany([exclusive[0], exclusive[1], readers[0]].map((lock) => ({ lock, ttl: 10_000 }))); // scripts loaded
+    await admin.config('RESETSTAT');
+
+    const results = await backend.extendMany([...exclusive, ...readers].map((lock) => ({ lock, ttl: 60_000 })));
+    expect(results.map((result, index) => (index === 7 ? result : typeof result))).toEqual([
+      ...Array.from({ length: 150 }, (_, index) => (index === 7 ? null : 'number')),
+      'number',
+      'number',
+    ]);
+    // 150 exclusive locks in chunks of 100 and 50, the two read locks one call each.
+    expect(await commandStats(admin, 'evalsha')).toEqual({ calls: 4, failed: 0 });
+    expect(await commandStats(admin, 'pexpire')).toEqual({ calls: 149, failed: 0 });
+    expect(await admin.pttl(redisLockKeys(exclusive[149].namespace, exclusive[149].key).lock)).toBeGreaterThan(30_000);
+    for (const lock of [...exclusive, ...readers]) await backend.release(lock);
+  });
+
+  it('after SCRIPT FLUSH, a batched renewal sends one EVAL per script, then the rest again as EVALSHA', async () => {
+    const locks = await holdMany('noscript-batch', 250);
     await admin.script('FLUSH');
     await admin.config('RESETSTAT');
 
     const results = await backend.extendMany(locks.map((lock) => ({ lock, ttl: 5_000 })));
     for (const result of results) expect(typeof result).toBe('number');
     expect(await commandStats(admin, 'eval')).toEqual({ calls: 1, failed: 0 });
-    // 50 answered NOSCRIPT, then the 49 others ran.
-    expect(await commandStats(admin, 'evalsha')).toEqual({ calls: 99, failed: 50 });
+    // Chunks of 100, 100 and 50 answered NOSCRIPT; the first was run by the EVAL, the other two again.
+    expect(await commandStats(admin, 'evalsha')).toEqual({ calls: 5, failed: 3 });
     for (const lock of locks) expect(await backend.release(lock)).toBe(true);
   });
 });

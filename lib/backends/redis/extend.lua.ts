@@ -13,3 +13,27 @@ end
 return 0
 `,
 );
+
+/** How many exclusive locks one EXTEND_MANY_SCRIPT call renews: a script blocks the server while it runs. */
+export const EXTEND_MANY_CHUNK = 100;
+
+/**
+ * EXTEND_SCRIPT for many exclusive locks on one server, in one call: KEYS the locks; ARGV the owner token
+ * and ttl of each, in pairs. Returns one 1 or 0 per key, as EXTEND_SCRIPT would. A renewal batch sends one
+ * call per EXTEND_MANY_CHUNK locks instead of one per lock: the client builds one command, not a hundred,
+ * and the server starts one script. Not for Redis Cluster, whose keys of one call must share a slot.
+ */
+export const EXTEND_MANY_SCRIPT = new RedisScript(
+  'extend-many',
+  `
+local results = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[2 * i - 1] then
+    results[i] = redis.call('PEXPIRE', key, ARGV[2 * i])
+  else
+    results[i] = 0
+  end
+end
+return results
+`,
+);

@@ -1,4 +1,5 @@
 import { slotOfTag } from './cluster-slot';
+import { EXTEND_MANY_CHUNK, EXTEND_MANY_SCRIPT, EXTEND_SCRIPT } from './extend.lua';
 import { runCall, type ScriptCall } from './lock-calls';
 import type { RedisLockClient } from './redis-client';
 import { isNoScriptError, type RedisScript } from './redis-script';
@@ -16,7 +17,7 @@ export type BatchResult = { readonly ok: true; readonly reply: unknown } | { rea
  */
 export async function runBatch(client: RedisLockClient, calls: readonly ScriptCall[]): Promise<BatchResult[]> {
   if (!client.pipeline) return Promise.all(calls.map((call) => settle(runCall(client, call))));
-  if (!client.isCluster) return runPipeline(client, calls);
+  if (!client.isCluster) return runCombined(client, calls);
   const results = new Array<BatchResult>(calls.length);
   const groups = new Map<string, number[]>();
   calls.forEach((call, index) => {
@@ -38,6 +39,70 @@ export async function runBatch(client: RedisLockClient, calls: readonly ScriptCa
       indexes.forEach((index, position) => (results[index] = answers[position]));
     }),
   );
+  return results;
+}
+
+/**
+ * On a single server: the exclusive-lock extends go as EXTEND_MANY_SCRIPT calls of up to EXTEND_MANY_CHUNK
+ * locks each, everything else as it is, all in one pipeline. Each lock's result is taken from its chunk's reply.
+ */
+async function runCombined(client: RedisLockClient, calls: readonly ScriptCall[]): Promise<BatchResult[]> {
+  const sent: ScriptCall[] = [];
+  /** Per sent call: the index of the call it stands for, or the indexes of the extends it combines. */
+  const sources: (number | number[])[] = [];
+  let chunk: number[] = [];
+  const flushChunk = () => {
+    if (chunk.length === 1) {
+      // A lone extend goes as it is.
+      sent.push(calls[chunk[0]]);
+      sources.push(chunk[0]);
+    }
+    if (chunk.length <= 1) {
+      chunk = [];
+      return;
+    }
+    const keys = new Array<string>(chunk.length);
+    const args = new Array<string | number>(chunk.length * 2);
+    chunk.forEach((index, position) => {
+      keys[position] = calls[index].keys[0];
+      args[2 * position] = calls[index].args[0];
+      args[2 * position + 1] = calls[index].args[1];
+    });
+    sent.push({ script: EXTEND_MANY_SCRIPT, keys, args, tag: '' });
+    sources.push(chunk);
+    chunk = [];
+  };
+  for (let index = 0; index < calls.length; index++) {
+    if (calls[index].script !== EXTEND_SCRIPT) {
+      sent.push(calls[index]);
+      sources.push(index);
+      continue;
+    }
+    chunk.push(index);
+    if (chunk.length === EXTEND_MANY_CHUNK) flushChunk();
+  }
+  flushChunk();
+  // Nothing combined: the calls go as they are.
+  if (sent.length === calls.length) return runPipeline(client, calls);
+
+  const answers = await runPipeline(client, sent);
+  const results = new Array<BatchResult>(calls.length);
+  answers.forEach((answer, position) => {
+    const source = sources[position];
+    if (typeof source === 'number') {
+      results[source] = answer;
+    } else if (!answer.ok) {
+      for (const index of source) results[index] = answer;
+    } else {
+      const replies = Array.isArray(answer.reply) ? (answer.reply as unknown[]) : [];
+      source.forEach((index, offset) => {
+        results[index] =
+          offset < replies.length
+            ? { ok: true, reply: replies[offset] }
+            : { ok: false, error: new Error(`unexpected reply to extend-many: ${String(answer.reply)}`) };
+      });
+    }
+  });
   return results;
 }
 
