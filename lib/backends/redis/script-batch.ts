@@ -56,20 +56,17 @@ async function runCombined(client: RedisLockClient, calls: readonly ScriptCall[]
       // A lone extend goes as it is.
       sent.push(calls[chunk[0]]);
       sources.push(chunk[0]);
+    } else if (chunk.length > 1) {
+      const keys = new Array<string>(chunk.length);
+      const args = new Array<string | number>(chunk.length * 2);
+      chunk.forEach((index, position) => {
+        keys[position] = calls[index].keys[0];
+        args[2 * position] = calls[index].args[0];
+        args[2 * position + 1] = calls[index].args[1];
+      });
+      sent.push({ script: EXTEND_MANY_SCRIPT, keys, args, tag: '' });
+      sources.push(chunk);
     }
-    if (chunk.length <= 1) {
-      chunk = [];
-      return;
-    }
-    const keys = new Array<string>(chunk.length);
-    const args = new Array<string | number>(chunk.length * 2);
-    chunk.forEach((index, position) => {
-      keys[position] = calls[index].keys[0];
-      args[2 * position] = calls[index].args[0];
-      args[2 * position + 1] = calls[index].args[1];
-    });
-    sent.push({ script: EXTEND_MANY_SCRIPT, keys, args, tag: '' });
-    sources.push(chunk);
     chunk = [];
   };
   for (let index = 0; index < calls.length; index++) {
@@ -82,8 +79,6 @@ async function runCombined(client: RedisLockClient, calls: readonly ScriptCall[]
     if (chunk.length === EXTEND_MANY_CHUNK) flushChunk();
   }
   flushChunk();
-  // Nothing combined: the calls go as they are.
-  if (sent.length === calls.length) return runPipeline(client, calls);
 
   const answers = await runPipeline(client, sent);
   const results = new Array<BatchResult>(calls.length);
