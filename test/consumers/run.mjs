@@ -1,0 +1,175 @@
+#!/usr/bin/env node
+// Installs the packed library into the consumer apps the way a user does, and tests it there:
+//   1. `npm pack` (prepack builds), then publint and @arethetypeswrong/cli on the tarball;
+//   2. per fixture (Nest 12 ESM, Nest 11 CommonJS) and per ioredis major (5, 6): a plain `npm install` of the
+//      tarball (no --legacy-peer-deps), a type-check with skipLibCheck off while no optional peer other than
+//      ioredis is installed, and an end-to-end test against a real redis-server;
+//   3. then the other optional peers (@nestjs/terminus of the fixture's Nest major, etcd3, node-zookeeper-client,
+//      @opentelemetry/api) are added, every ```ts block of README.md and docs/ is type-checked as its own module,
+//      and a terminus health check runs.
+// Usage: node test/consumers/run.mjs [--fixture nest12-esm|nest11-cjs] [--ioredis 5|6] [--keep]
+import { execFileSync, spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, '../..');
+const FIXTURES = { 'nest12-esm': { nestMajor: 12 }, 'nest11-cjs': { nestMajor: 11 } };
+const IOREDIS_MAJORS = ['5', '6'];
+const OPTIONAL_PEERS = ['etcd3', 'node-zookeeper-client', '@nestjs/terminus', '@opentelemetry/api'];
+const REPORTED = ['nest-distributed-lock', '@nestjs/common', '@nestjs/core', 'ioredis', 'typescript', 'rxjs', '@nestjs/terminus'];
+
+const args = process.argv.slice(2);
+const option = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+const fixtures = option('--fixture') ? [option('--fixture')] : Object.keys(FIXTURES);
+const ioredisMajors = option('--ioredis') ? [option('--ioredis')] : IOREDIS_MAJORS;
+for (const fixture of fixtures) if (!FIXTURES[fixture]) fail(`unknown fixture ${fixture}; known: ${Object.keys(FIXTURES).join(', ')}`);
+
+function fail(message) {
+  console.error(`consumers: ${message}`);
+  process.exit(2);
+}
+
+function run(command, commandArgs, cwd, env = {}) {
+  console.log(`$ (${relative(root, cwd) || '.'}) ${command} ${commandArgs.join(' ')}`);
+  // npm_config_* from an outer `npm run` (or a user's .npmrc) must not loosen peer checks for the consumer.
+  execFileSync(command, commandArgs, {
+    cwd,
+    stdio: 'inherit',
+    env: { ...process.env, npm_config_legacy_peer_deps: 'false', npm_config_force: 'false', ...env },
+  });
+}
+
+function freePort() {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+async function startRedis(dir) {
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise((ready, reject) => {
+    let output = '';
+    child.once('exit', (code) => reject(new Error(`redis-server exited with ${code}: ${output}`)));
+    child.stdout.on('data', (chunk) => {
+      output += chunk;
+      if (output.includes('Ready to accept connections')) ready();
+    });
+  });
+  child.stdout.resume();
+  return { url: `redis://127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') };
+}
+
+/** Every ```ts block of the README and docs/, each as its own module file. */
+function extractDocBlocks(target) {
+  mkdirSync(target, { recursive: true });
+  const docs = ['README.md', ...listMarkdown(join(root, 'docs')).map((file) => relative(root, file))];
+  let count = 0;
+  for (const doc of docs) {
+    const text = readFileSync(join(root, doc), 'utf8');
+    const blocks = [...text.matchAll(/^```(?:ts|typescript)\s*\n([\s\S]*?)^```/gm)];
+    blocks.forEach((block, index) => {
+      const line = text.slice(0, block.index).split('\n').length;
+      const name = `${doc.replace(/[^A-Za-z0-9]+/g, '-')}-line-${line}.ts`;
+      writeFileSync(join(target, name), `// ${doc}, block ${index + 1} (line ${line})\n${block[1]}\nexport {};\n`);
+      count++;
+    });
+  }
+  return count;
+}
+
+function listMarkdown(dir) {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? listMarkdown(join(dir, entry.name)) : entry.name.endsWith('.md') ? [join(dir, entry.name)] : [],
+  );
+}
+
+function installedVersions(dir) {
+  const versions = {};
+  for (const name of REPORTED) {
+    const manifest = join(dir, 'node_modules', name, 'package.json');
+    versions[name] = existsSync(manifest) ? JSON.parse(readFileSync(manifest, 'utf8')).version : '-';
+  }
+  return versions;
+}
+
+async function testFixture(fixture, ioredisMajor, tarball, redisUrl, work) {
+  const dir = join(work, `${fixture}-ioredis${ioredisMajor}`);
+  cpSync(join(here, fixture), dir, { recursive: true });
+  cpSync(join(here, 'app', 'src'), join(dir, 'src'), { recursive: true });
+  cpSync(join(here, 'app', 'test'), join(dir, 'test'), { recursive: true });
+
+  // Phase 1: the library and ioredis only, as a Redis-only user installs it.
+  run('npm', ['install', '--no-audit', '--no-fund', tarball, `ioredis@^${ioredisMajor}`], dir);
+  const present = OPTIONAL_PEERS.filter((name) => existsSync(join(dir, 'node_modules', name)));
+  if (present.length > 0) throw new Error(`optional peers were installed without being asked for: ${present.join(', ')}`);
+  run('npx', ['tsc', '-p', 'tsconfig.json'], dir);
+  run('node', ['--test', 'dist/test/'], dir, { REDIS_URL: redisUrl });
+
+  // Phase 2: every optional peer, the README's and docs' TypeScript blocks, and a terminus health check.
+  const { nestMajor } = FIXTURES[fixture];
+  run('npm', ['install', '--no-audit', '--no-fund', `@nestjs/terminus@^${nestMajor}`, 'etcd3', 'node-zookeeper-client', '@opentelemetry/api'], dir);
+  cpSync(join(here, 'app', 'extras'), join(dir, 'extras'), { recursive: true });
+  const blocks = extractDocBlocks(join(dir, 'doc-blocks'));
+  writeFileSync(
+    join(dir, 'tsconfig.extras.json'),
+    JSON.stringify({ extends: './tsconfig.json', include: ['src', 'test', 'extras', 'doc-blocks', join(here, 'doc-prelude.d.ts')] }, null, 2),
+  );
+  run('npx', ['tsc', '-p', 'tsconfig.extras.json'], dir);
+  run('node', ['--test', 'dist/extras/'], dir, { REDIS_URL: redisUrl });
+  return { blocks, versions: installedVersions(dir) };
+}
+
+async function main() {
+  const work = mkdtempSync(join(tmpdir(), 'ndl-consumers-'));
+  const results = [];
+  let redis;
+  try {
+    run('npm', ['pack', '--pack-destination', work], root);
+    const tarball = join(work, readdirSync(work).find((name) => name.endsWith('.tgz')));
+    run('npx', ['publint', '--strict', tarball], root);
+    run('npx', ['attw', tarball], root);
+
+    redis = await startRedis(work);
+    for (const fixture of fixtures) {
+      for (const ioredisMajor of ioredisMajors) {
+        const row = { fixture, ioredisMajor };
+        try {
+          Object.assign(row, await testFixture(fixture, ioredisMajor, tarball, redis.url, work), { passed: true });
+        } catch (error) {
+          Object.assign(row, { passed: false, error: error.message.split('\n')[0] });
+        }
+        results.push(row);
+      }
+    }
+  } finally {
+    redis?.stop();
+    if (!args.includes('--keep')) rmSync(work, { recursive: true, force: true });
+    else console.log(`kept ${work}`);
+  }
+
+  console.log('\nConsumer matrix (versions are what npm chose):');
+  console.log(`| fixture | ioredis | result | doc blocks | ${REPORTED.join(' | ')} |`);
+  console.log(`|---|---|---|---|${REPORTED.map(() => '---').join('|')}|`);
+  for (const row of results) {
+    const versions = REPORTED.map((name) => row.versions?.[name] ?? '?');
+    console.log(`| ${row.fixture} | ${row.ioredisMajor} | ${row.passed ? 'pass' : `FAIL: ${row.error}`} | ${row.blocks ?? '?'} | ${versions.join(' | ')} |`);
+  }
+  const failed = results.filter((row) => !row.passed).length;
+  console.log(`\nconsumers: ${results.length - failed} passed, ${failed} failed`);
+  process.exitCode = failed > 0 ? 1 : 0;
+}
+
+await main();
