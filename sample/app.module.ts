@@ -6,6 +6,7 @@ import { createLockBackend } from './config/lock-backend.factory';
 import { SAMPLE_CONFIG, SampleConfig } from './config/sample-config';
 import { SampleConfigModule } from './config/sample-config.module';
 import { FilesModule } from './files/files.module';
+import { HomeModule } from './home/home.module';
 import { OpsModule } from './ops/ops.module';
 import { StaleWriteFilter } from './storage/stale-write.filter';
 
@@ -21,6 +22,7 @@ import { StaleWriteFilter } from './storage/stale-write.filter';
         defaults: { ttl: config.lockTtlMs, waitTimeout: 10_000 },
       }),
     }),
+    HomeModule,
     FilesModule,
     AccountsModule,
     OpsModule,

@@ -12,7 +12,7 @@ async function bootstrap(): Promise<void> {
   await app.listen(config.port, config.host);
   const url = (await app.getUrl()).replace('[::1]', 'localhost');
   Logger.log(`Listening on ${url} (lock backend: ${config.backend}, files in ${config.filesDir})`, 'Sample');
-  Logger.log(`Try: curl -X PUT ${url}/files/readme -H 'content-type: application/json' -d '{"text":"hello "}'`, 'Sample');
+  Logger.log(`Try: curl ${url}/   (lists every route with a curl line to try it)`, 'Sample');
 }
 
 void bootstrap().catch((error: unknown) => {
