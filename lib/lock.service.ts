@@ -127,38 +127,10 @@ export class LockService {
     return this.traced('acquire', request, resolved, () => this.acquirePrepared(request, resolved, cancel));
   }
 
-  /**
-   * @internal The synchronous fast path of acquire() for in-process backends (memory): the handle when the key
-   * is free and nobody queues, else undefined (then call acquire, which waits). Not taken while an
-   * instrumentation wraps acquisitions, as its spans are asynchronous.
-   */
-  acquireIfFreeNow(key: string, options?: LockOptions): LockHandle | undefined {
-    if (!this.backend.grantIfFree || this.instrumentations.length > 0 || options?.signal?.aborted) return undefined;
-    const started = monotonicNow();
-    const { request, resolved } = this.prepare(key, options);
-    let grant: LockGrant | null;
-    try {
-      grant = this.backend.grantIfFree(request);
-    } catch (error) {
-      throw this.asLockError('acquire', error);
-    }
-    return (grant && this.adopt(request, grant, resolved, started)) ?? undefined;
-  }
-
   private async acquirePrepared(request: AcquireRequest, resolved: ResolvedLockOptions, cancel?: () => AbortSignal): Promise<LockHandle> {
     const started = monotonicNow();
     try {
-      if (this.backend.grantIfFree && resolved.waitTimeout > 0) {
-        // In-process and synchronous: no await before acquire() below, so nobody can slip in between.
-        let grant: LockGrant | null;
-        try {
-          grant = this.backend.grantIfFree(request);
-        } catch (error) {
-          throw this.asLockError('acquire', error);
-        }
-        const handle = grant && this.adopt(request, grant, resolved, started);
-        if (handle) return handle;
-      } else if (this.backend.tryBeforeWait && resolved.waitTimeout > 0) {
+      if (this.backend.tryBeforeWait && resolved.waitTimeout > 0) {
         // The uncontended fast path: one round trip, no wait machinery.
         const handle = await this.tryAcquirePrepared(request, resolved, started);
         if (handle) return handle;
