@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { Observable, Subject } from 'rxjs';
+import type { Observable } from 'rxjs';
 import type { AcquireRequest, BackendInspection, HeldLock, LockBackend, LockGrant } from './backends/lock-backend.interface';
-import { currentLockScope, LockScope, lockScopeKey, runInLockScope, scopeKey } from './context/lock-context';
+import { currentLockScope, lockScopeKey, runInLockScope, scopeKey } from './context/lock-context';
 import {
   LockBackendError,
   LockError,
@@ -11,9 +11,10 @@ import {
   LockServiceClosedError,
   LockTimeoutError,
 } from './errors';
-import type { LockEvent, LockEventBase } from './lock-event';
+import type { LockEvent } from './lock-event';
+import { EventOrigin, LockEventHub } from './lock-event-hub';
 import type { AcquireTraceInfo, LockInstrumentation } from './lock-instrumentation';
-import { LockHandle, type LockLifecycleListener } from './lock-handle';
+import { LockHandle } from './lock-handle';
 import {
   DEFAULT_KEY_PREFIX,
   DEFAULT_OPERATION_TIMEOUT,
@@ -42,18 +43,6 @@ const MAX_TIMER_DELAY = 2_147_483_647;
 /** How long past `waitTimeout` the core waits for a backend that ignores its abort signal before giving up on it. */
 const BACKEND_ABORT_GRACE_MS = 1_000;
 
-/** What a handle's later events are built from: its request, the family, and the lock scope (request id). */
-interface EventOrigin {
-  readonly request: AcquireRequest;
-  readonly family: string;
-  readonly scope: LockScope | undefined;
-}
-
-interface TypedEventListener {
-  readonly types: ReadonlySet<LockEvent['type']>;
-  readonly listener: (event: LockEvent) => void;
-}
-
 /**
  * Acquires, renews and releases locks on one backend. Usable on its own, or injected by DistributedLockModule.
  * Every key is namespaced under `keyPrefix`; every call has a deadline; every handle it hands out is released on `close()`.
@@ -67,9 +56,7 @@ export class LockService {
    * Hot: subscribers see what happens after they subscribe.
    */
   readonly events$: Observable<LockEvent>;
-  private readonly eventSubject = new Subject<LockEvent>();
-  /** Listeners that said which event types they use (the module's logger); the others are not built for them. */
-  private readonly typedListeners = new Set<TypedEventListener>();
+  private readonly eventHub: LockEventHub;
   private readonly instrumentations: LockInstrumentation[] = [];
   private readonly defaults: LockOptions | undefined;
   private readonly resolvedOptions = new WeakMap<LockOptions, ResolvedLockOptions>();
@@ -92,7 +79,8 @@ export class LockService {
     // A frozen copy: options resolved against it can be kept (see resolveOptions).
     this.defaults = options.defaults && Object.freeze({ ...options.defaults });
     this.holderId = `${hostname()}/${process.pid}/${options.instanceId ?? randomBytes(4).toString('hex')}`;
-    this.events$ = this.eventSubject.asObservable();
+    this.eventHub = new LockEventHub(backend.kind, this.holderId);
+    this.events$ = this.eventHub.events$;
     this.operationTimeout = options.operationTimeout ?? DEFAULT_OPERATION_TIMEOUT;
     if (!(this.operationTimeout > 0) || !Number.isFinite(this.operationTimeout)) {
       throw new TypeError(`Invalid operationTimeout ${String(options.operationTimeout)}: use a finite number of milliseconds > 0.`);
@@ -152,7 +140,8 @@ export class LockService {
       }
     } catch (error) {
       if (error instanceof LockTimeoutError) {
-        this.emit({ type: 'timeout', ...this.eventBase({ request, family: resolved.family, scope: currentLockScope() }), waitTime: Math.round(monotonicNow() - started) });
+        const base = this.eventHub.base({ request, family: resolved.family, scope: currentLockScope() });
+        this.eventHub.emit({ type: 'timeout', ...base, waitTime: Math.round(monotonicNow() - started) });
       }
       throw error;
     }
@@ -282,8 +271,7 @@ export class LockService {
     this.closing ??= (async () => {
       await Promise.allSettled(this.handles.toArray().map((handle) => handle.release()));
       await this.backend.close();
-      this.eventSubject.complete();
-      this.typedListeners.clear();
+      this.eventHub.complete();
     })();
     return this.closing;
   }
@@ -399,7 +387,7 @@ export class LockService {
       return null;
     }
     // Nobody listens: skip events for this handle altogether.
-    const origin: EventOrigin | undefined = this.tracksHandles() ? { request, family: resolved.family, scope: currentLockScope() } : undefined;
+    const origin: EventOrigin | undefined = this.eventHub.tracksHandles() ? { request, family: resolved.family, scope: currentLockScope() } : undefined;
     const handle = new LockHandle({
       backend: this.backend,
       lock,
@@ -408,13 +396,13 @@ export class LockService {
       operationTimeout: this.operationTimeout,
       maxHold: resolved.maxHold,
       onEnd: this.forget,
-      lifecycle: origin && this.lifecycle,
+      lifecycle: origin && this.eventHub.lifecycle,
       lifecycleContext: origin,
     });
     this.handles.add(handle);
-    if (origin && this.wants('acquired')) {
+    if (origin && this.eventHub.wants('acquired')) {
       const waitTime = Math.round(monotonicNow() - started);
-      this.emit({ type: 'acquired', ...this.eventBase(origin), waitTime, fencingToken: handle.fencingToken, expiresAt: handle.expiresAt });
+      this.eventHub.emit({ type: 'acquired', ...this.eventHub.base(origin), waitTime, fencingToken: handle.fencingToken, expiresAt: handle.expiresAt });
     }
     return handle;
   }
@@ -430,68 +418,11 @@ export class LockService {
   }
 
   /**
-   * One listener for every handle, so a grant costs no rxjs subscription. Handles get it only while someone
-   * observes events (the hot path of an uncontended lock skips all of this), with their EventOrigin as context:
-   * events are built from it only when one is emitted, and with only the logger's warnings listening, most
-   * grants never emit one.
-   */
-  private readonly lifecycle: LockLifecycleListener = {
-    renewal: (handle, renewal, context) => {
-      const base = this.eventBase(context as EventOrigin);
-      const { fencingToken } = handle;
-      if (renewal.type === 'renewed') {
-        this.emit({ ...base, type: 'renewed', at: Date.now(), fencingToken, expiresAt: renewal.expiresAt, renewalCount: renewal.renewalCount });
-      } else {
-        this.emit({ ...base, type: 'at-risk', at: Date.now(), fencingToken, remaining: renewal.remaining, error: renewal.error });
-      }
-    },
-    lost: (handle, error, context) => {
-      const base = this.eventBase(context as EventOrigin);
-      const holdTime = Date.now() - handle.acquiredAt;
-      this.emit({ ...base, type: 'lost', at: Date.now(), fencingToken: handle.fencingToken, reason: error.reason ?? String(error), holdTime });
-    },
-    released: (handle, context) => {
-      if (this.wants('released')) this.emit({ ...this.eventBase(context as EventOrigin), type: 'released', at: Date.now(), fencingToken: handle.fencingToken, holdTime: Date.now() - handle.acquiredAt });
-    },
-  };
-
-  private eventBase({ request, family, scope }: EventOrigin): LockEventBase {
-    const requestId = scope?.requestId;
-    return {
-      key: request.key,
-      namespace: request.namespace,
-      family,
-      backend: this.backend.kind,
-      holder: this.holderId,
-      mode: request.mode ?? 'exclusive',
-      at: Date.now(),
-      ...(requestId !== undefined && { requestId }),
-    };
-  }
-
-  /**
    * @internal Like subscribing to events$, for a listener that uses only some event types: the others are
    * then not even built for it. The module's logger uses it, so that a grant costs no debug line nobody sees.
    */
   listenToEvents(types: Iterable<LockEvent['type']>, listener: (event: LockEvent) => void): () => void {
-    const entry: TypedEventListener = { types: new Set(types), listener };
-    this.typedListeners.add(entry);
-    return () => this.typedListeners.delete(entry);
-  }
-
-  private tracksHandles(): boolean {
-    return this.eventSubject.observed || this.typedListeners.size > 0;
-  }
-
-  private wants(type: LockEvent['type']): boolean {
-    if (this.eventSubject.observed) return true;
-    for (const entry of this.typedListeners) if (entry.types.has(type)) return true;
-    return false;
-  }
-
-  private emit(event: LockEvent): void {
-    this.eventSubject.next(event);
-    for (const entry of this.typedListeners) if (entry.types.has(event.type)) entry.listener(event);
+    return this.eventHub.listen(types, listener);
   }
 
   private call<T>(operation: string, work: Promise<T>): Promise<T> {

@@ -24,8 +24,8 @@ export interface LockBackend {
   /**
    * True when `tryAcquire` costs no more than the first step of `acquire` and leaves nothing behind when the
    * key is busy (Redis). The core then tries it first, and sets up deadlines and waiting only when the key is
-   * busy. Leave it unset where a failed try costs writes (etcd and ZooKeeper join a queue). A try must not
-   * overtake waiters already queued (memory and Redis refuse it while anyone waits).
+   * busy. Leave it unset where a failed try costs writes (etcd and ZooKeeper join a queue), or where arrival
+   * order must be kept exactly (memory grants or queues in acquire's first, synchronous step).
    */
   readonly tryBeforeWait?: boolean;
 

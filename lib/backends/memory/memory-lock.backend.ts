@@ -39,8 +39,6 @@ export class MemoryLockBackend implements LockBackend {
   readonly kind = 'memory';
   readonly address = 'in-process';
   readonly supports = { readWrite: true, semaphore: true };
-  /** A try costs nothing here and never overtakes the queue, so the uncontended path needs no wait machinery. */
-  readonly tryBeforeWait = true;
 
   private readonly keys = new Map<string, KeyState>();
   /** One counter for all keys: strictly increasing per key, and no per-key state left behind after release. */
