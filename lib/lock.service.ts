@@ -1,16 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Observable } from 'rxjs';
+import { BackendCalls } from './backend-calls';
 import type { AcquireRequest, BackendInspection, HeldLock, LockBackend, LockGrant } from './backends/lock-backend.interface';
-import { currentLockScope, lockScopeKey, runInLockScope, scopeKey } from './context/lock-context';
-import {
-  LockBackendError,
-  LockError,
-  LockLostError,
-  LockNotSupportedError,
-  LockServiceClosedError,
-  LockTimeoutError,
-} from './errors';
+import { currentLockScope, lockScopeKey, runInLockScope } from './context/lock-context';
+import { currentInScope, inheritedInScope } from './context/scope-lookup';
+import { LockNotSupportedError, LockServiceClosedError, LockTimeoutError } from './errors';
 import type { LockEvent } from './lock-event';
 import { EventOrigin, LockEventHub } from './lock-event-hub';
 import type { AcquireTraceInfo, LockInstrumentation } from './lock-instrumentation';
@@ -26,7 +21,6 @@ import {
 import { monotonicNow } from './utils/clock';
 import { newOwnerToken } from './utils/owner-token';
 import { SlotList } from './utils/slot-list';
-import { withDeadline } from './utils/deadline';
 import { resolveLockOptions, validateKeyPrefix, validateLockKey } from './utils/validate';
 
 /** What `LockService.inspect(key)` returns. */
@@ -36,12 +30,6 @@ export interface LockInspection extends BackendInspection {
   readonly backend: string;
   readonly address: string;
 }
-
-/** setTimeout fires at once past this; longer waits (Infinity) get no timer. */
-const MAX_TIMER_DELAY = 2_147_483_647;
-
-/** How long past `waitTimeout` the core waits for a backend that ignores its abort signal before giving up on it. */
-const BACKEND_ABORT_GRACE_MS = 1_000;
 
 /**
  * Acquires, renews and releases locks on one backend. Usable on its own, or injected by DistributedLockModule.
@@ -61,6 +49,7 @@ export class LockService {
   private readonly defaults: LockOptions | undefined;
   private readonly resolvedOptions = new WeakMap<LockOptions, ResolvedLockOptions>();
   private readonly operationTimeout: number;
+  private readonly calls: BackendCalls;
   private readonly handles = new SlotList<LockHandle>();
   private closing: Promise<void> | undefined;
 
@@ -85,6 +74,7 @@ export class LockService {
     if (!(this.operationTimeout > 0) || !Number.isFinite(this.operationTimeout)) {
       throw new TypeError(`Invalid operationTimeout ${String(options.operationTimeout)}: use a finite number of milliseconds > 0.`);
     }
+    this.calls = new BackendCalls(backend, this.operationTimeout);
   }
 
   /** Number of locks this service holds right now. */
@@ -133,7 +123,7 @@ export class LockService {
         const remaining = resolved.waitTimeout - (monotonicNow() - started);
         if (remaining <= 0) throw new LockTimeoutError(request.key, resolved.waitTimeout);
         signal?.throwIfAborted();
-        const grant = await this.waitForGrant(request, remaining, resolved.waitTimeout, signal);
+        const grant = await this.calls.waitForGrant(request, remaining, resolved.waitTimeout, signal);
         const handle = this.adopt(request, grant, resolved, started);
         if (handle) return handle;
         // The grant arrived with no validity left (a very slow reply): it was released; wait again if time remains.
@@ -219,14 +209,14 @@ export class LockService {
     if (!this.backend.inspect) {
       throw new LockNotSupportedError(this.backend.kind, 'inspect()', 'it cannot list holders and waiters.');
     }
-    const found = await this.call('inspect', this.backend.inspect(this.keyPrefix, normalized));
+    const found = await this.calls.call('inspect', this.backend.inspect(this.keyPrefix, normalized));
     return { key: normalized, namespace: this.keyPrefix, backend: this.backend.kind, address: this.backend.address, ...found };
   }
 
   /** Whether anyone holds the key now. */
   async isLocked(key: string): Promise<boolean> {
     const normalized = validateLockKey(key);
-    return this.call('isLocked', this.backend.isLocked(this.keyPrefix, normalized));
+    return this.calls.call('isLocked', this.backend.isLocked(this.keyPrefix, normalized));
   }
 
   /**
@@ -234,15 +224,7 @@ export class LockService {
    * for `key` or, without a key, the innermost one. Undefined outside a locked scope.
    */
   current(key?: string): LockHandle | undefined {
-    const scope = currentLockScope();
-    if (!scope) return undefined;
-    if (key === undefined) {
-      const all = [...scope.held.values()].filter((handle) => handle.namespace === this.keyPrefix && handle.isHeld);
-      return all[all.length - 1];
-    }
-    const normalized = validateLockKey(key);
-    const handle = scope.held.get(scopeKey(this.keyPrefix, normalized)) ?? scope.held.get(scopeKey(this.keyPrefix, normalized, true));
-    return handle?.isHeld ? handle : undefined;
+    return currentInScope(this.keyPrefix, key);
   }
 
   /**
@@ -251,19 +233,7 @@ export class LockService {
    * in place (two readers upgrading would deadlock), so that is refused with a clear error.
    */
   inheritedLock(key: string, resolved: { readonly mode?: LockMode; readonly permits?: number }): LockHandle | undefined {
-    const scope = currentLockScope();
-    // A request's own scope starts empty: no key to build then.
-    if (!scope || scope.held.size === 0) return undefined;
-    const held = scope.held.get(scopeKey(this.keyPrefix, key, resolved.permits !== undefined));
-    if (!held?.isHeld) return undefined;
-    if (held.mode === 'read' && resolved.mode !== 'read') {
-      throw new LockNotSupportedError(
-        this.backend.kind,
-        `upgrading the read lock on "${key}" to ${resolved.mode ?? 'exclusive'} within the same call chain`,
-        'it would deadlock against the read lock this call chain holds. Take the write lock first.',
-      );
-    }
-    return held;
+    return inheritedInScope(this.keyPrefix, this.backend.kind, key, resolved);
   }
 
   /** Releases every lock this service holds, then closes what the backend created itself (not your client). */
@@ -327,41 +297,8 @@ export class LockService {
   }
 
   private async tryAcquirePrepared(request: AcquireRequest, resolved: ResolvedLockOptions, started: number): Promise<LockHandle | null> {
-    const attempt = this.backend.tryAcquire(request);
-    let grant: LockGrant | null;
-    try {
-      grant = await withDeadline(attempt, this.operationTimeout, () =>
-        this.backendError('tryAcquire', `no reply within ${this.operationTimeout} ms`),
-      );
-    } catch (error) {
-      this.releaseLateGrant(request, attempt);
-      throw this.asLockError('tryAcquire', error);
-    }
+    const grant = await this.calls.tryGrant(request);
     return grant ? this.adopt(request, grant, resolved, started) : null;
-  }
-
-  private async waitForGrant(request: AcquireRequest, remaining: number, waitTimeout: number, cancel?: AbortSignal): Promise<LockGrant> {
-    // One controller for both the deadline and the caller's cancel: AbortSignal.any is slow on Node 20.
-    const controller = new AbortController();
-    const timer = remaining <= MAX_TIMER_DELAY ? setTimeout(() => controller.abort(new LockTimeoutError(request.key, waitTimeout)), remaining) : undefined;
-    const onCancel = () => controller.abort(cancel!.reason);
-    if (cancel?.aborted) onCancel();
-    else cancel?.addEventListener('abort', onCancel, { once: true });
-    const attempt = this.backend.acquire(request, controller.signal);
-    try {
-      // A backend that ignores its abort signal must not hang the caller either.
-      return await withDeadline(attempt, remaining + BACKEND_ABORT_GRACE_MS, () =>
-        this.backendError('acquire', `no reply within waitTimeout=${waitTimeout} ms`),
-      );
-    } catch (error) {
-      this.releaseLateGrant(request, attempt);
-      // The caller cancelled the wait: hand back exactly their reason.
-      if (cancel?.aborted && error === cancel.reason) throw error;
-      throw this.asLockError('acquire', error);
-    } finally {
-      clearTimeout(timer);
-      cancel?.removeEventListener('abort', onCancel);
-    }
   }
 
   private readonly forget = (ended: LockHandle): void => {
@@ -407,38 +344,11 @@ export class LockService {
     return handle;
   }
 
-  /** If we gave up on a call that later succeeds, free the lock it took rather than leave it until its ttl. */
-  private releaseLateGrant(request: AcquireRequest, attempt: Promise<LockGrant | null>): void {
-    attempt.then(
-      (grant) => {
-        if (grant) void this.backend.release({ ...request, fencingToken: grant.fencingToken, state: grant.state }).catch(() => undefined);
-      },
-      () => undefined,
-    );
-  }
-
   /**
    * @internal Like subscribing to events$, for a listener that uses only some event types: the others are
    * then not even built for it. The module's logger uses it, so that a grant costs no debug line nobody sees.
    */
   listenToEvents(types: Iterable<LockEvent['type']>, listener: (event: LockEvent) => void): () => void {
     return this.eventHub.listen(types, listener);
-  }
-
-  private call<T>(operation: string, work: Promise<T>): Promise<T> {
-    return withDeadline(work, this.operationTimeout, () =>
-      this.backendError(operation, `no reply within ${this.operationTimeout} ms`),
-    ).catch((error) => {
-      throw this.asLockError(operation, error);
-    });
-  }
-
-  private asLockError(operation: string, error: unknown): unknown {
-    if (error instanceof LockError || error instanceof TypeError) return error;
-    return this.backendError(operation, error instanceof Error ? error.message : String(error), error);
-  }
-
-  private backendError(operation: string, detail: string, cause?: unknown): LockBackendError {
-    return new LockBackendError(this.backend.kind, this.backend.address, operation, detail, cause === undefined ? undefined : { cause });
   }
 }
