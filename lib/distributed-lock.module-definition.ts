@@ -1,5 +1,6 @@
 import { ConfigurableModuleBuilder, Type } from '@nestjs/common';
-import { LockInterceptor } from './interceptors/lock.interceptor';
+import { designateLockInterceptor, LockInterceptor } from './interceptors/lock.interceptor';
+import { LockService } from './lock.service';
 import type { LockBackend } from './backends/lock-backend.interface';
 import type { LockServiceOptions } from './lock-options';
 import type { LockObservabilityOptions } from './observability/lock-observability';
@@ -23,6 +24,9 @@ export interface DistributedLockOptionsFactory {
   createDistributedLockOptions(): DistributedLockModuleOptions | Promise<DistributedLockModuleOptions>;
 }
 
+/** The LockInterceptor class forRoot was given, before it is designated (see the providers below). */
+const CONFIGURED_LOCK_INTERCEPTOR = Symbol('DISTRIBUTED_LOCK:CONFIGURED_INTERCEPTOR');
+
 export const {
   ConfigurableModuleClass,
   MODULE_OPTIONS_TOKEN: DISTRIBUTED_LOCK_MODULE_OPTIONS,
@@ -34,8 +38,13 @@ export const {
   .setExtras<DistributedLockModuleExtras>({ isGlobal: false }, (definition, extras) => ({
     ...definition,
     global: extras.isGlobal,
-    // Provided here rather than in @Module so that a subclass can take its place.
-    providers: [...(definition.providers ?? []), { provide: LockInterceptor, useClass: extras.lockInterceptor ?? LockInterceptor }],
+    // Provided here rather than in @Module so that a subclass can take its place. Nest also makes a LockInterceptor
+    // in each module that uses @WithLock; those hand every call to this one (designateLockInterceptor).
+    providers: [
+      ...(definition.providers ?? []),
+      { provide: CONFIGURED_LOCK_INTERCEPTOR, useClass: extras.lockInterceptor ?? LockInterceptor },
+      { provide: LockInterceptor, useFactory: designateLockInterceptor, inject: [LockService, CONFIGURED_LOCK_INTERCEPTOR] },
+    ],
     exports: [...(definition.exports ?? []), LockInterceptor],
   }))
   .build();

@@ -4,7 +4,6 @@ import { LockBackendError, LockError, LockLostError } from './errors';
 import type { LockMode } from './lock-options';
 import type { LockRenewal } from './lock-renewal';
 import { monotonicNow, toEpochMs } from './utils/clock';
-import { SETTLED } from './utils/settled';
 import { LIST_SLOT } from './utils/slot-list';
 import { checkTtl } from './utils/validate';
 import { withDeadline } from './utils/deadline';
@@ -199,24 +198,6 @@ export class LockHandle implements AsyncDisposable, Renewable {
     return this.releasing;
   }
 
-  /**
-   * @internal release() without a promise, for in-process backends: true when the lock was held and is now
-   * released; false when release() must be used instead (another backend, a renewal in flight, or not held).
-   */
-  releaseNow(): boolean {
-    if (this.releasing || this.currentState !== 'held' || !this.backend.releaseNow || this.renewing > 0) return false;
-    if (this.watchdog.stop()) {
-      // A renewal is in flight after all: let release() wait for it.
-      this.releasing = this.doRelease();
-      return false;
-    }
-    this.currentState = 'released';
-    this.backend.releaseNow(this.lock);
-    this.releasing = SETTLED;
-    this.ended(true);
-    return true;
-  }
-
   async [Symbol.asyncDispose](): Promise<void> {
     await this.release();
   }
@@ -228,13 +209,9 @@ export class LockHandle implements AsyncDisposable, Renewable {
     if (stopping) await stopping;
     if (this.renewing > 0) await this.renewalChain!.then(undefined, () => undefined);
     try {
-      const attempt = this.backend.release(this.lock);
-      // An in-process backend answers without I/O, so it needs no deadline timer.
-      const deletion = this.backend.inProcess
-        ? attempt
-        : withDeadline(attempt, this.operationTimeout, () =>
-            this.backendError('release', `no reply within ${this.operationTimeout} ms; the lock will expire after its ttl`),
-          );
+      const deletion = withDeadline(this.backend.release(this.lock), this.operationTimeout, () =>
+        this.backendError('release', `no reply within ${this.operationTimeout} ms; the lock will expire after its ttl`),
+      );
       if (wasHeld) {
         await deletion.catch((error) => {
           throw error instanceof LockError ? error : this.backendError('release', String(error), error);

@@ -1,19 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { Observable, Subject } from 'rxjs';
+import type { Observable } from 'rxjs';
+import { BackendCalls } from './backend-calls';
 import type { AcquireRequest, BackendInspection, HeldLock, LockBackend, LockGrant } from './backends/lock-backend.interface';
-import { currentLockScope, LockScope, lockScopeKey, runInLockScope, scopeKey } from './context/lock-context';
-import {
-  LockBackendError,
-  LockError,
-  LockLostError,
-  LockNotSupportedError,
-  LockServiceClosedError,
-  LockTimeoutError,
-} from './errors';
-import type { LockEvent, LockEventBase } from './lock-event';
+import { currentLockScope, lockScopeKey, runInLockScope } from './context/lock-context';
+import { currentInScope, inheritedInScope } from './context/scope-lookup';
+import { LockNotSupportedError, LockServiceClosedError, LockTimeoutError } from './errors';
+import type { LockEvent } from './lock-event';
+import { EventOrigin, LockEventHub } from './lock-event-hub';
 import type { AcquireTraceInfo, LockInstrumentation } from './lock-instrumentation';
-import { LockHandle, type LockLifecycleListener } from './lock-handle';
+import { LockHandle } from './lock-handle';
 import {
   DEFAULT_KEY_PREFIX,
   DEFAULT_OPERATION_TIMEOUT,
@@ -25,7 +21,6 @@ import {
 import { monotonicNow } from './utils/clock';
 import { newOwnerToken } from './utils/owner-token';
 import { SlotList } from './utils/slot-list';
-import { withDeadline } from './utils/deadline';
 import { resolveLockOptions, validateKeyPrefix, validateLockKey } from './utils/validate';
 
 /** What `LockService.inspect(key)` returns. */
@@ -34,24 +29,6 @@ export interface LockInspection extends BackendInspection {
   readonly namespace: string;
   readonly backend: string;
   readonly address: string;
-}
-
-/** setTimeout fires at once past this; longer waits (Infinity) get no timer. */
-const MAX_TIMER_DELAY = 2_147_483_647;
-
-/** How long past `waitTimeout` the core waits for a backend that ignores its abort signal before giving up on it. */
-const BACKEND_ABORT_GRACE_MS = 1_000;
-
-/** What a handle's later events are built from: its request, the family, and the lock scope (request id). */
-interface EventOrigin {
-  readonly request: AcquireRequest;
-  readonly family: string;
-  readonly scope: LockScope | undefined;
-}
-
-interface TypedEventListener {
-  readonly types: ReadonlySet<LockEvent['type']>;
-  readonly listener: (event: LockEvent) => void;
 }
 
 /**
@@ -67,13 +44,12 @@ export class LockService {
    * Hot: subscribers see what happens after they subscribe.
    */
   readonly events$: Observable<LockEvent>;
-  private readonly eventSubject = new Subject<LockEvent>();
-  /** Listeners that said which event types they use (the module's logger); the others are not built for them. */
-  private readonly typedListeners = new Set<TypedEventListener>();
+  private readonly eventHub: LockEventHub;
   private readonly instrumentations: LockInstrumentation[] = [];
   private readonly defaults: LockOptions | undefined;
   private readonly resolvedOptions = new WeakMap<LockOptions, ResolvedLockOptions>();
   private readonly operationTimeout: number;
+  private readonly calls: BackendCalls;
   private readonly handles = new SlotList<LockHandle>();
   private closing: Promise<void> | undefined;
 
@@ -92,11 +68,13 @@ export class LockService {
     // A frozen copy: options resolved against it can be kept (see resolveOptions).
     this.defaults = options.defaults && Object.freeze({ ...options.defaults });
     this.holderId = `${hostname()}/${process.pid}/${options.instanceId ?? randomBytes(4).toString('hex')}`;
-    this.events$ = this.eventSubject.asObservable();
+    this.eventHub = new LockEventHub(backend.kind, this.holderId);
+    this.events$ = this.eventHub.events$;
     this.operationTimeout = options.operationTimeout ?? DEFAULT_OPERATION_TIMEOUT;
     if (!(this.operationTimeout > 0) || !Number.isFinite(this.operationTimeout)) {
       throw new TypeError(`Invalid operationTimeout ${String(options.operationTimeout)}: use a finite number of milliseconds > 0.`);
     }
+    this.calls = new BackendCalls(backend, this.operationTimeout);
   }
 
   /** Number of locks this service holds right now. */
@@ -127,38 +105,10 @@ export class LockService {
     return this.traced('acquire', request, resolved, () => this.acquirePrepared(request, resolved, cancel));
   }
 
-  /**
-   * @internal The synchronous fast path of acquire() for in-process backends (memory): the handle when the key
-   * is free and nobody queues, else undefined (then call acquire, which waits). Not taken while an
-   * instrumentation wraps acquisitions, as its spans are asynchronous.
-   */
-  acquireIfFreeNow(key: string, options?: LockOptions): LockHandle | undefined {
-    if (!this.backend.grantIfFree || this.instrumentations.length > 0 || options?.signal?.aborted) return undefined;
-    const started = monotonicNow();
-    const { request, resolved } = this.prepare(key, options);
-    let grant: LockGrant | null;
-    try {
-      grant = this.backend.grantIfFree(request);
-    } catch (error) {
-      throw this.asLockError('acquire', error);
-    }
-    return (grant && this.adopt(request, grant, resolved, started)) ?? undefined;
-  }
-
   private async acquirePrepared(request: AcquireRequest, resolved: ResolvedLockOptions, cancel?: () => AbortSignal): Promise<LockHandle> {
     const started = monotonicNow();
     try {
-      if (this.backend.grantIfFree && resolved.waitTimeout > 0) {
-        // In-process and synchronous: no await before acquire() below, so nobody can slip in between.
-        let grant: LockGrant | null;
-        try {
-          grant = this.backend.grantIfFree(request);
-        } catch (error) {
-          throw this.asLockError('acquire', error);
-        }
-        const handle = grant && this.adopt(request, grant, resolved, started);
-        if (handle) return handle;
-      } else if (this.backend.tryBeforeWait && resolved.waitTimeout > 0) {
+      if (this.backend.tryBeforeWait && resolved.waitTimeout > 0) {
         // The uncontended fast path: one round trip, no wait machinery.
         const handle = await this.tryAcquirePrepared(request, resolved, started);
         if (handle) return handle;
@@ -173,14 +123,15 @@ export class LockService {
         const remaining = resolved.waitTimeout - (monotonicNow() - started);
         if (remaining <= 0) throw new LockTimeoutError(request.key, resolved.waitTimeout);
         signal?.throwIfAborted();
-        const grant = await this.waitForGrant(request, remaining, resolved.waitTimeout, signal);
+        const grant = await this.calls.waitForGrant(request, remaining, resolved.waitTimeout, signal);
         const handle = this.adopt(request, grant, resolved, started);
         if (handle) return handle;
         // The grant arrived with no validity left (a very slow reply): it was released; wait again if time remains.
       }
     } catch (error) {
       if (error instanceof LockTimeoutError) {
-        this.emit({ type: 'timeout', ...this.eventBase({ request, family: resolved.family, scope: currentLockScope() }), waitTime: Math.round(monotonicNow() - started) });
+        const base = this.eventHub.base({ request, family: resolved.family, scope: currentLockScope() });
+        this.eventHub.emit({ type: 'timeout', ...base, waitTime: Math.round(monotonicNow() - started) });
       }
       throw error;
     }
@@ -258,14 +209,14 @@ export class LockService {
     if (!this.backend.inspect) {
       throw new LockNotSupportedError(this.backend.kind, 'inspect()', 'it cannot list holders and waiters.');
     }
-    const found = await this.call('inspect', this.backend.inspect(this.keyPrefix, normalized));
+    const found = await this.calls.call('inspect', this.backend.inspect(this.keyPrefix, normalized));
     return { key: normalized, namespace: this.keyPrefix, backend: this.backend.kind, address: this.backend.address, ...found };
   }
 
   /** Whether anyone holds the key now. */
   async isLocked(key: string): Promise<boolean> {
     const normalized = validateLockKey(key);
-    return this.call('isLocked', this.backend.isLocked(this.keyPrefix, normalized));
+    return this.calls.call('isLocked', this.backend.isLocked(this.keyPrefix, normalized));
   }
 
   /**
@@ -273,15 +224,7 @@ export class LockService {
    * for `key` or, without a key, the innermost one. Undefined outside a locked scope.
    */
   current(key?: string): LockHandle | undefined {
-    const scope = currentLockScope();
-    if (!scope) return undefined;
-    if (key === undefined) {
-      const all = [...scope.held.values()].filter((handle) => handle.namespace === this.keyPrefix && handle.isHeld);
-      return all[all.length - 1];
-    }
-    const normalized = validateLockKey(key);
-    const handle = scope.held.get(scopeKey(this.keyPrefix, normalized)) ?? scope.held.get(scopeKey(this.keyPrefix, normalized, true));
-    return handle?.isHeld ? handle : undefined;
+    return currentInScope(this.keyPrefix, key);
   }
 
   /**
@@ -290,19 +233,7 @@ export class LockService {
    * in place (two readers upgrading would deadlock), so that is refused with a clear error.
    */
   inheritedLock(key: string, resolved: { readonly mode?: LockMode; readonly permits?: number }): LockHandle | undefined {
-    const scope = currentLockScope();
-    // A request's own scope starts empty: no key to build then.
-    if (!scope || scope.held.size === 0) return undefined;
-    const held = scope.held.get(scopeKey(this.keyPrefix, key, resolved.permits !== undefined));
-    if (!held?.isHeld) return undefined;
-    if (held.mode === 'read' && resolved.mode !== 'read') {
-      throw new LockNotSupportedError(
-        this.backend.kind,
-        `upgrading the read lock on "${key}" to ${resolved.mode ?? 'exclusive'} within the same call chain`,
-        'it would deadlock against the read lock this call chain holds. Take the write lock first.',
-      );
-    }
-    return held;
+    return inheritedInScope(this.keyPrefix, this.backend.kind, key, resolved);
   }
 
   /** Releases every lock this service holds, then closes what the backend created itself (not your client). */
@@ -310,8 +241,7 @@ export class LockService {
     this.closing ??= (async () => {
       await Promise.allSettled(this.handles.toArray().map((handle) => handle.release()));
       await this.backend.close();
-      this.eventSubject.complete();
-      this.typedListeners.clear();
+      this.eventHub.complete();
     })();
     return this.closing;
   }
@@ -367,41 +297,8 @@ export class LockService {
   }
 
   private async tryAcquirePrepared(request: AcquireRequest, resolved: ResolvedLockOptions, started: number): Promise<LockHandle | null> {
-    const attempt = this.backend.tryAcquire(request);
-    let grant: LockGrant | null;
-    try {
-      grant = await withDeadline(attempt, this.operationTimeout, () =>
-        this.backendError('tryAcquire', `no reply within ${this.operationTimeout} ms`),
-      );
-    } catch (error) {
-      this.releaseLateGrant(request, attempt);
-      throw this.asLockError('tryAcquire', error);
-    }
+    const grant = await this.calls.tryGrant(request);
     return grant ? this.adopt(request, grant, resolved, started) : null;
-  }
-
-  private async waitForGrant(request: AcquireRequest, remaining: number, waitTimeout: number, cancel?: AbortSignal): Promise<LockGrant> {
-    // One controller for both the deadline and the caller's cancel: AbortSignal.any is slow on Node 20.
-    const controller = new AbortController();
-    const timer = remaining <= MAX_TIMER_DELAY ? setTimeout(() => controller.abort(new LockTimeoutError(request.key, waitTimeout)), remaining) : undefined;
-    const onCancel = () => controller.abort(cancel!.reason);
-    if (cancel?.aborted) onCancel();
-    else cancel?.addEventListener('abort', onCancel, { once: true });
-    const attempt = this.backend.acquire(request, controller.signal);
-    try {
-      // A backend that ignores its abort signal must not hang the caller either.
-      return await withDeadline(attempt, remaining + BACKEND_ABORT_GRACE_MS, () =>
-        this.backendError('acquire', `no reply within waitTimeout=${waitTimeout} ms`),
-      );
-    } catch (error) {
-      this.releaseLateGrant(request, attempt);
-      // The caller cancelled the wait: hand back exactly their reason.
-      if (cancel?.aborted && error === cancel.reason) throw error;
-      throw this.asLockError('acquire', error);
-    } finally {
-      clearTimeout(timer);
-      cancel?.removeEventListener('abort', onCancel);
-    }
   }
 
   private readonly forget = (ended: LockHandle): void => {
@@ -427,7 +324,7 @@ export class LockService {
       return null;
     }
     // Nobody listens: skip events for this handle altogether.
-    const origin: EventOrigin | undefined = this.tracksHandles() ? { request, family: resolved.family, scope: currentLockScope() } : undefined;
+    const origin: EventOrigin | undefined = this.eventHub.tracksHandles() ? { request, family: resolved.family, scope: currentLockScope() } : undefined;
     const handle = new LockHandle({
       backend: this.backend,
       lock,
@@ -436,65 +333,15 @@ export class LockService {
       operationTimeout: this.operationTimeout,
       maxHold: resolved.maxHold,
       onEnd: this.forget,
-      lifecycle: origin && this.lifecycle,
+      lifecycle: origin && this.eventHub.lifecycle,
       lifecycleContext: origin,
     });
     this.handles.add(handle);
-    if (origin && this.wants('acquired')) {
+    if (origin && this.eventHub.wants('acquired')) {
       const waitTime = Math.round(monotonicNow() - started);
-      this.emit({ type: 'acquired', ...this.eventBase(origin), waitTime, fencingToken: handle.fencingToken, expiresAt: handle.expiresAt });
+      this.eventHub.emit({ type: 'acquired', ...this.eventHub.base(origin), waitTime, fencingToken: handle.fencingToken, expiresAt: handle.expiresAt });
     }
     return handle;
-  }
-
-  /** If we gave up on a call that later succeeds, free the lock it took rather than leave it until its ttl. */
-  private releaseLateGrant(request: AcquireRequest, attempt: Promise<LockGrant | null>): void {
-    attempt.then(
-      (grant) => {
-        if (grant) void this.backend.release({ ...request, fencingToken: grant.fencingToken, state: grant.state }).catch(() => undefined);
-      },
-      () => undefined,
-    );
-  }
-
-  /**
-   * One listener for every handle, so a grant costs no rxjs subscription. Handles get it only while someone
-   * observes events (the hot path of an uncontended lock skips all of this), with their EventOrigin as context:
-   * events are built from it only when one is emitted, and with only the logger's warnings listening, most
-   * grants never emit one.
-   */
-  private readonly lifecycle: LockLifecycleListener = {
-    renewal: (handle, renewal, context) => {
-      const base = this.eventBase(context as EventOrigin);
-      const { fencingToken } = handle;
-      if (renewal.type === 'renewed') {
-        this.emit({ ...base, type: 'renewed', at: Date.now(), fencingToken, expiresAt: renewal.expiresAt, renewalCount: renewal.renewalCount });
-      } else {
-        this.emit({ ...base, type: 'at-risk', at: Date.now(), fencingToken, remaining: renewal.remaining, error: renewal.error });
-      }
-    },
-    lost: (handle, error, context) => {
-      const base = this.eventBase(context as EventOrigin);
-      const holdTime = Date.now() - handle.acquiredAt;
-      this.emit({ ...base, type: 'lost', at: Date.now(), fencingToken: handle.fencingToken, reason: error.reason ?? String(error), holdTime });
-    },
-    released: (handle, context) => {
-      if (this.wants('released')) this.emit({ ...this.eventBase(context as EventOrigin), type: 'released', at: Date.now(), fencingToken: handle.fencingToken, holdTime: Date.now() - handle.acquiredAt });
-    },
-  };
-
-  private eventBase({ request, family, scope }: EventOrigin): LockEventBase {
-    const requestId = scope?.requestId;
-    return {
-      key: request.key,
-      namespace: request.namespace,
-      family,
-      backend: this.backend.kind,
-      holder: this.holderId,
-      mode: request.mode ?? 'exclusive',
-      at: Date.now(),
-      ...(requestId !== undefined && { requestId }),
-    };
   }
 
   /**
@@ -502,40 +349,6 @@ export class LockService {
    * then not even built for it. The module's logger uses it, so that a grant costs no debug line nobody sees.
    */
   listenToEvents(types: Iterable<LockEvent['type']>, listener: (event: LockEvent) => void): () => void {
-    const entry: TypedEventListener = { types: new Set(types), listener };
-    this.typedListeners.add(entry);
-    return () => this.typedListeners.delete(entry);
-  }
-
-  private tracksHandles(): boolean {
-    return this.eventSubject.observed || this.typedListeners.size > 0;
-  }
-
-  private wants(type: LockEvent['type']): boolean {
-    if (this.eventSubject.observed) return true;
-    for (const entry of this.typedListeners) if (entry.types.has(type)) return true;
-    return false;
-  }
-
-  private emit(event: LockEvent): void {
-    this.eventSubject.next(event);
-    for (const entry of this.typedListeners) if (entry.types.has(event.type)) entry.listener(event);
-  }
-
-  private call<T>(operation: string, work: Promise<T>): Promise<T> {
-    return withDeadline(work, this.operationTimeout, () =>
-      this.backendError(operation, `no reply within ${this.operationTimeout} ms`),
-    ).catch((error) => {
-      throw this.asLockError(operation, error);
-    });
-  }
-
-  private asLockError(operation: string, error: unknown): unknown {
-    if (error instanceof LockError || error instanceof TypeError) return error;
-    return this.backendError(operation, error instanceof Error ? error.message : String(error), error);
-  }
-
-  private backendError(operation: string, detail: string, cause?: unknown): LockBackendError {
-    return new LockBackendError(this.backend.kind, this.backend.address, operation, detail, cause === undefined ? undefined : { cause });
+    return this.eventHub.listen(types, listener);
   }
 }

@@ -24,21 +24,10 @@ export interface LockBackend {
   /**
    * True when `tryAcquire` costs no more than the first step of `acquire` and leaves nothing behind when the
    * key is busy (Redis). The core then tries it first, and sets up deadlines and waiting only when the key is
-   * busy. Leave it unset where a failed try costs writes (etcd and ZooKeeper join a queue) or where arrival
-   * order must be kept exactly (memory uses grantIfFree instead).
+   * busy. Leave it unset where a failed try costs writes (etcd and ZooKeeper join a queue), or where arrival
+   * order must be kept exactly (memory grants or queues in acquire's first, synchronous step).
    */
   readonly tryBeforeWait?: boolean;
-
-  /** True for in-process backends (memory): their calls do no I/O, so the core sets no deadline timers on them. */
-  readonly inProcess?: boolean;
-  /**
-   * In-process backends only: grants at once if the key is free and nobody queues, else returns null, all
-   * synchronously. The core then calls `acquire` in the same tick, so arrival order is kept exactly, and an
-   * uncontended acquire needs no AbortController or deadline timer.
-   */
-  grantIfFree?(request: AcquireRequest): LockGrant | null;
-  /** In-process backends only: `release`, synchronously. */
-  releaseNow?(lock: HeldLock): boolean;
 
   /** One attempt, never waits for the key to become free. */
   tryAcquire(request: AcquireRequest): Promise<LockGrant | null>;

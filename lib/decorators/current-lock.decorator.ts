@@ -2,8 +2,8 @@ import { createParamDecorator } from '@nestjs/common';
 import { currentLockScope } from '../context/lock-context';
 
 /**
- * Read outside a @WithLock handler (the handler wrapper fills the parameter itself, once the lock is held,
- * since Nest resolves parameters before the handler runs).
+ * Nest resolves parameters after interceptors, so this runs inside LockInterceptor's lock scope, whatever
+ * the order of the decorators.
  */
 export const currentLockFactory = (_data: unknown): unknown => {
   const handles = currentLockScope()?.handlerLocks;

@@ -1,5 +1,6 @@
+import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
 import { WITH_LOCK_METADATA } from '../distributed-lock.constants';
-import { lockAllHandlers, lockHandler } from '../interceptors/locked-handler';
+import { LockInterceptor } from '../interceptors/lock.interceptor';
 import { InvalidKeyTemplateError } from '../key-template/invalid-key-template.error';
 import { parseKeyTemplate } from '../key-template/parse-key-template';
 import type { LockOptions } from '../lock-options';
@@ -11,21 +12,17 @@ import type { LockKeys, WithLockMetadata } from './with-lock-metadata';
  * lock(s) named by `keys`: `'file:<<id>>'`, `['account:<<from>>', 'account:<<to>>']`, or `(context) => key`.
  * Templates are parsed here, so a malformed one fails when the app starts.
  *
- * The handler is wrapped here too (see locked-handler.ts): the lock is taken after guards, interceptors and
- * pipes have run, and held around the handler and the Observable it returns.
+ * On a controller it is metadata plus `@UseInterceptors(LockInterceptor)`: the lock is taken where that
+ * interceptor sits in Nest's chain (after guards, before pipes) and held around the handler and the
+ * Observable it returns. Provider methods are locked by the module's explorer.
  */
 export function WithLock(keys: LockKeys, options: LockOptions = {}): ClassDecorator & MethodDecorator {
-  const metadata = compileWithLock(keys, options);
+  const decorate = applyDecorators(SetMetadata(WITH_LOCK_METADATA, compileWithLock(keys, options)), UseInterceptors(LockInterceptor));
   return ((target: object, methodName?: string | symbol, descriptor?: PropertyDescriptor) => {
-    if (descriptor) {
-      // Also on the original: the provider explorer and Reflector users may hold either function.
-      if (typeof descriptor.value === 'function') Reflect.defineMetadata(WITH_LOCK_METADATA, metadata, descriptor.value);
-      descriptor.value = lockHandler(target, methodName!, descriptor.value, metadata, true);
-      return descriptor;
+    if (methodName !== undefined && typeof descriptor?.value !== 'function') {
+      throw new TypeError(`@WithLock goes on a method or a class; ${String(methodName)} is not a method.`);
     }
-    Reflect.defineMetadata(WITH_LOCK_METADATA, metadata, target);
-    lockAllHandlers(target as Function, metadata);
-    return target;
+    return decorate(target, methodName!, descriptor!);
   }) as ClassDecorator & MethodDecorator;
 }
 

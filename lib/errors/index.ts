@@ -5,3 +5,4 @@ export * from './lock-backend.error';
 export * from './invalid-lock-key.error';
 export * from './lock-not-supported.error';
 export * from './lock-service-closed.error';
+export * from './lock-module-missing.error';

@@ -1,12 +1,14 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { CONTROLLER_WATERMARK } from '@nestjs/common/constants';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
-import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { LOGGER_CONTEXT } from '../distributed-lock.constants';
+import { LockModuleMissingError } from '../errors';
+import { LockInterceptor } from '../interceptors/lock.interceptor';
 import { LockService } from '../lock.service';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
 import { createLockedMethod, isLockedMethod } from './locked-method';
-import { isLockedHandler, LockedCallPipe, lockModuleMissing } from '../interceptors/locked-handler';
+
+/** Nest's InstanceWrapper, typed through the public DiscoveryService rather than a deep import. */
+type InstanceWrapper = ReturnType<DiscoveryService['getProviders']>[number];
 
 /**
  * Interceptors only reach route handlers, so `@WithLock` methods of ordinary providers are found here,
@@ -25,25 +27,35 @@ export class LockExplorer implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    for (const wrapper of this.discovery.getProviders()) this.explore(wrapper);
-    for (const wrapper of this.discovery.getControllers()) this.checkController(wrapper);
+    const controllers = this.discovery.getControllers();
+    for (const wrapper of controllers) this.checkController(wrapper);
+    const controllerClasses = new Set(controllers.map((wrapper) => wrapper.metatype));
+    for (const wrapper of this.discovery.getProviders()) this.explore(wrapper, controllerClasses);
   }
 
-  /** A @WithLock controller whose module cannot see this module fails now, not on its first request. */
+  /**
+   * A @WithLock controller whose module cannot see DistributedLockModule fails now, naming what to do, rather
+   * than on its first request (Nest made that module's LockInterceptor without a LockService).
+   */
   private checkController(wrapper: InstanceWrapper): void {
     const controller = wrapper.metatype as Function | undefined;
     if (!controller?.prototype) return;
-    const locked = this.scanner.getAllMethodNames(controller.prototype).filter((name) => isLockedHandler(controller.prototype[name]));
-    if (locked.length === 0) return;
-    const pipe = wrapper.host?.injectables.get(LockedCallPipe)?.instance as LockedCallPipe | undefined;
-    if (pipe && !pipe.interceptor) throw lockModuleMissing(controller, locked[0], wrapper.host?.name);
+    const interceptor = wrapper.host?.injectables.get(LockInterceptor)?.instance as LockInterceptor | undefined;
+    if (!interceptor || interceptor.hasLockService) return;
+    const method = this.metadata.getWithLock(controller)
+      ? undefined
+      : this.scanner.getAllMethodNames(controller.prototype).find((name) => this.metadata.getWithLock(controller.prototype[name]));
+    // The interceptor may be there for another controller of the module; this one may not use @WithLock.
+    if (method === undefined && !this.metadata.getWithLock(controller)) return;
+    throw new LockModuleMissingError(method === undefined ? controller.name : `${controller.name}.${method}`, wrapper.host?.name);
   }
 
-  private explore(wrapper: InstanceWrapper): void {
+  private explore(wrapper: InstanceWrapper, controllerClasses: ReadonlySet<unknown>): void {
     const { instance } = wrapper;
     if (!instance || typeof instance !== 'object' || wrapper.isAlias) return;
     const prototype = Object.getPrototypeOf(instance);
-    if (!prototype || Reflect.getMetadata(CONTROLLER_WATERMARK, instance.constructor)) return;
+    // Controllers are locked by their LockInterceptor.
+    if (!prototype || controllerClasses.has(instance.constructor)) return;
     const className = instance.constructor?.name ?? String(wrapper.name);
     if (this.metadata.getWithLock(instance.constructor)) {
       this.logger.warn(

@@ -1,16 +1,12 @@
-import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
 import { defer, isObservable, Observable } from 'rxjs';
 import type { WithLockMetadata } from '../decorators/with-lock-metadata';
 import { lockedObservable, lockedPromise } from '../interceptors/locked-call';
-import { unwrapLockedHandler } from '../interceptors/locked-handler';
 import { compileArgumentLookup } from '../key-template/argument-lookup';
 import { renderKeyTemplate } from '../key-template/render-key-template';
 import type { LockService } from '../lock.service';
+import { MethodExecutionContext } from './method-execution-context';
 
 const LOCKED = Symbol('DISTRIBUTED_LOCK:LOCKED_METHOD');
-
-/** The context type a key function sees for a provider method (`context.getArgs()` are the arguments). */
-export const METHOD_CONTEXT_TYPE = 'method';
 
 export interface LockedMethodTarget {
   instance: object;
@@ -32,8 +28,8 @@ export function isLockedMethod(method: unknown): boolean {
  * result or error. Placeholders are checked here, at startup.
  */
 export function createLockedMethod(locks: LockService, metadata: WithLockMetadata, target: LockedMethodTarget): Function {
-  // Under @WithLock's handler wrapper, which only forwards for provider methods; parameter names are read from it.
-  const original = unwrapLockedHandler((target.instance as Record<string, Function>)[target.methodName]);
+  // Parameter names are read from it.
+  const original = (target.instance as Record<string, Function>)[target.methodName];
   const keysFor = compileKeys(metadata, original, target);
   const returnsObservable =
     target.returnType === Observable || (typeof target.returnType === 'function' && target.returnType.prototype instanceof Observable);
@@ -65,9 +61,7 @@ function compileKeys(metadata: WithLockMetadata, original: Function, target: Loc
   const { factory } = metadata;
   if (factory) {
     return (args) => {
-      const context = new ExecutionContextHost(args, target.instance.constructor as never, original);
-      context.setType(METHOD_CONTEXT_TYPE);
-      const keys = factory(context);
+      const keys = factory(new MethodExecutionContext(args, target.instance.constructor as never, original));
       return typeof keys === 'string' ? [keys] : keys;
     };
   }

@@ -4,7 +4,6 @@ import { LOGGER_CONTEXT } from '../distributed-lock.constants';
 import type { LockHandle } from '../lock-handle';
 import type { LockOptions } from '../lock-options';
 import type { LockService } from '../lock.service';
-import { SETTLED } from '../utils/settled';
 import { validateLockKey } from '../utils/validate';
 
 /**
@@ -58,32 +57,6 @@ export class LockSet {
     return new LockSet(service, ordered, held, owned);
   }
 
-  /**
-   * acquire() without a promise, when the backend is in-process and every key is free (or already held by
-   * this call chain); undefined otherwise, having released what it took, so the caller can call acquire().
-   */
-  static acquireNow(service: LockService, keys: readonly string[], options: LockOptions): LockSet | undefined {
-    const ordered = orderedKeys(keys);
-    const held = new Array<LockHandle>(ordered.length);
-    // Sized when the first lock is taken: an empty array's first push reserves room for 17.
-    let owned: LockHandle[] | undefined;
-    for (let index = 0; index < ordered.length; index++) {
-      const key = ordered[index];
-      let handle = service.inheritedLock(key, options);
-      if (!handle) {
-        handle = service.acquireIfFreeNow(key, options);
-        if (!handle) {
-          for (const taken of (owned ?? []).reverse()) if (!taken.releaseNow()) void releaseAll([taken]);
-          return undefined;
-        }
-        if (owned) owned.push(handle);
-        else owned = [handle];
-      }
-      held[index] = handle;
-    }
-    return new LockSet(service, ordered, held, owned ?? NONE);
-  }
-
   /** Makes the handles visible to `LockService.current()` and to nested acquisitions in the current lock scope. */
   register(): void {
     const scope = currentLockScope();
@@ -127,26 +100,9 @@ export class LockSet {
     this.releasing ??= releaseAll(this.owned);
     return this.releasing;
   }
-
-  /** release() without a promise where the backend allows it; false when release() must be awaited. */
-  releaseNow(): boolean {
-    if (this.releasing) return false;
-    let pending = false;
-    for (let index = this.owned.length - 1; index >= 0; index--) {
-      if (!this.owned[index].releaseNow()) pending = true;
-    }
-    if (pending) {
-      this.releasing = releaseAll(this.owned);
-      return false;
-    }
-    this.releasing = SETTLED;
-    return true;
-  }
 }
 
 const logger = new Logger(LOGGER_CONTEXT);
-
-const NONE: readonly LockHandle[] = Object.freeze([]);
 
 /** Normalised first, so that spelling variants sort and de-duplicate as the one key they are. */
 function orderedKeys(keys: readonly string[]): string[] {

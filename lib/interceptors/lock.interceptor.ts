@@ -1,20 +1,30 @@
 import { CallHandler, ExecutionContext, HttpException, Injectable, NestInterceptor, Optional } from '@nestjs/common';
 import { HttpAdapterHost, Reflector } from '@nestjs/core';
-import { catchError, isObservable, Observable, throwError } from 'rxjs';
-import { currentLockScope, runInLockScope } from '../context/lock-context';
+import { catchError, Observable, throwError } from 'rxjs';
 import type { WithLockMetadata } from '../decorators/with-lock-metadata';
 import { WITH_LOCK_METADATA } from '../distributed-lock.constants';
-import { LockTimeoutError } from '../errors';
+import { LockModuleMissingError, LockTimeoutError } from '../errors';
 import { contextLookup } from '../key-template/context-lookup';
 import { PlaceholderLookup, renderKeyTemplate } from '../key-template/render-key-template';
 import { LockService } from '../lock.service';
 import { httpRequest, httpResponse } from '../utils/context-args';
 import { describeLockError, LockErrorResponse } from './lock-error-response';
-import { LockSet } from './lock-set';
-import { enterHandlerScope, heldUntilDone, isThenable, lockedObservable, runWhileHeld } from './locked-call';
+import { lockedObservable } from './locked-call';
+
+/** The interceptor forRoot({ lockInterceptor }) configured, per LockService (see designateLockInterceptor). */
+const designatedInterceptors = new WeakMap<LockService, LockInterceptor>();
+
+/** Calls a LockInterceptor is locking already (one ExecutionContext per call, shared by its interceptors). */
+const lockedContexts = new WeakSet<ExecutionContext>();
+
+/** @internal Makes `interceptor` answer for every LockInterceptor bound by @WithLock that uses `locks`. */
+export function designateLockInterceptor(locks: LockService, interceptor: LockInterceptor): LockInterceptor {
+  designatedInterceptors.set(locks, interceptor);
+  return interceptor;
+}
 
 /**
- * Applied by `@WithLock`. Acquires the handler's key(s) before it runs and releases them when its
+ * Bound by `@WithLock` (method or class level). Acquires the handler's key(s) before it runs and releases them when its
  * Observable completes, errors or is unsubscribed, so streamed responses (SSE) hold the lock to the end.
  *
  * Lock failures become: busy past waitTimeout -> 409 with `Retry-After`; lock lost while the handler ran,
@@ -25,126 +35,47 @@ import { enterHandlerScope, heldUntilDone, isThenable, lockedObservable, runWhil
 @Injectable()
 export class LockInterceptor implements NestInterceptor {
   constructor(
-    protected readonly locks: LockService,
+    // Optional so that a module that cannot see DistributedLockModule fails with LockModuleMissingError, not
+    // with Nest's "can't resolve dependencies of the LockInterceptor".
+    @Optional() protected readonly locks: LockService,
     protected readonly reflector: Reflector,
     @Optional() protected readonly adapterHost?: HttpAdapterHost,
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    // Nest makes one instance per module that uses @WithLock; the one forRoot({ lockInterceptor }) configured answers.
+    const designated = this.locks && designatedInterceptors.get(this.locks);
+    if (designated && designated !== this) return designated.intercept(context, next);
     const metadata = this.reflector.getAllAndOverride<WithLockMetadata | undefined>(WITH_LOCK_METADATA, [
       context.getHandler(),
       context.getClass(),
     ]);
-    if (!metadata) return next.handle();
+    // A class-level and a method-level @WithLock both bind this interceptor: the first one to run locks the call.
+    if (!metadata || lockedContexts.has(context)) return next.handle();
+    if (!this.locks) throw new LockModuleMissingError(`${context.getClass().name}.${context.getHandler().name}`);
+    lockedContexts.add(context);
     return lockedObservable(
       this.locks,
       () => this.resolveKeys(context, metadata),
       metadata.options,
       () => next.handle(),
-      () => this.requestIdOf(context),
+      { requestId: () => this.requestIdOf(context), cancelWhen: this.clientLeaves(context) },
     ).pipe(catchError((error: unknown) => throwError(() => this.mapError(error, context))));
   }
 
-  /**
-   * Runs one call of a `@WithLock` handler: `handler` runs once the keys are held, in their lock scope.
-   * Resolves with its result; an Observable result comes back wrapped so that it holds the lock until it ends.
-   * Rejects with what `mapError` makes of a lock failure or of the handler's own error.
-   */
-  runHandler(context: ExecutionContext, metadata: WithLockMetadata, handler: (locks: LockSet) => unknown): unknown {
-    return runInLockScope(
-      () => this.lockAndRunNow(context, metadata, handler),
-      () => this.requestIdOf(context),
-    );
+  /** @internal False when Nest made this instance in a module that cannot see DistributedLockModule. */
+  get hasLockService(): boolean {
+    return this.locks !== undefined;
   }
 
-  /**
-   * Where the backend is in-process (memory) and the keys are free, the whole call runs without a promise of
-   * its own: a synchronous handler's result comes back as it is. Otherwise, lockAndRun.
-   */
-  private lockAndRunNow(context: ExecutionContext, metadata: WithLockMetadata, handler: (locks: LockSet) => unknown): unknown {
-    let keys: readonly string[];
-    let locks: LockSet | undefined;
-    try {
-      keys = this.resolveKeys(context, metadata);
-      locks = LockSet.acquireNow(this.locks, keys, metadata.options);
-    } catch (error) {
-      return Promise.reject(this.mapError(error, context));
-    }
-    return locks ? this.runHeld(locks, context, handler) : this.lockAndRun(context, metadata, handler, keys);
-  }
-
-  private async lockAndRun(
-    context: ExecutionContext,
-    metadata: WithLockMetadata,
-    handler: (locks: LockSet) => unknown,
-    keys: readonly string[],
-  ): Promise<unknown> {
-    let locks: LockSet;
-    try {
-      locks = await LockSet.acquire(this.locks, keys, metadata.options, this.cancelWhenClientLeaves(context));
-    } catch (error) {
-      throw this.mapError(error, context);
-    }
-    return this.runHeld(locks, context, handler);
-  }
-
-  /** Runs the handler with `locks` held; releases when it returns, settles, or its Observable ends. */
-  private runHeld(locks: LockSet, context: ExecutionContext, handler: (locks: LockSet) => unknown): unknown {
-    enterHandlerScope(locks);
-    let result: unknown;
-    try {
-      result = runWhileHeld(locks, () => handler(locks));
-    } catch (error) {
-      return this.afterFailure(locks, error, context);
-    }
-    return isThenable(result) ? this.settle(locks, result, context) : this.completed(locks, result, context);
-  }
-
-  /** Waits for the handler's promise (which runWhileHeld races against a loss), then releases. */
-  private async settle(locks: LockSet, pending: PromiseLike<unknown>, context: ExecutionContext): Promise<unknown> {
-    let result: unknown;
-    try {
-      result = await pending;
-    } catch (error) {
-      return this.afterFailure(locks, error, context);
-    }
-    return this.completed(locks, result, context);
-  }
-
-  /** The handler's result is in: hold through an Observable, else release (at once where the backend can). */
-  private completed(locks: LockSet, result: unknown, context: ExecutionContext): unknown {
-    if (isObservable(result)) return this.holdWhileStreaming(result, locks, context);
-    if (locks.releaseNow()) return result;
-    return locks.release().then(() => result);
-  }
-
-  private async afterFailure(locks: LockSet, error: unknown, context: ExecutionContext): Promise<never> {
-    await locks.release();
-    throw this.mapError(error, context);
-  }
-
-  private holdWhileStreaming(result: Observable<unknown>, locks: LockSet, context: ExecutionContext): Observable<unknown> {
-    const held = heldUntilDone(result, locks, currentLockScope()!, (error) => this.mapError(error, context));
-    if (context.getType() !== 'http') return held;
-    // Nest drops an SSE result unsubscribed when the response has ended meanwhile: release with the response then.
-    let subscribed = false;
-    rawResponse(context)?.once?.('close', () => subscribed || void locks.release());
-    return new Observable((subscriber) => {
-      subscribed = true;
-      return held.subscribe(subscriber);
-    });
-  }
-
-  /** Cancels a queued HTTP request's wait when its client disconnects. Only built when the request has to wait. */
-  private cancelWhenClientLeaves(context: ExecutionContext): (() => AbortSignal) | undefined {
+  /** Cancels a queued HTTP request's wait when its client disconnects; set up only when the request has to wait. */
+  private clientLeaves(context: ExecutionContext): ((cancel: (reason: Error) => void) => void) | undefined {
     if (context.getType() !== 'http') return undefined;
-    return () => {
-      const controller = new AbortController();
+    return (cancel) => {
       const response = rawResponse(context);
       response?.once?.('close', () => {
-        if (!response.writableFinished) controller.abort(new Error('the client disconnected while waiting for the lock'));
+        if (!response.writableFinished) cancel(new Error('the client disconnected while waiting for the lock'));
       });
-      return controller.signal;
     };
   }
 

@@ -5,6 +5,13 @@ import type { LockOptions } from '../lock-options';
 import type { LockService } from '../lock.service';
 import { LockSet } from './lock-set';
 
+export interface LockedCallOptions {
+  /** Carried into lock events and logs. */
+  readonly requestId?: RequestIdSource;
+  /** Called once, only if a key has to be waited for, with a function that cancels the wait (a client that left). */
+  readonly cancelWhen?: (cancel: (reason: Error) => void) => void;
+}
+
 /**
  * A cold Observable that acquires the keys when subscribed, runs `work` inside the lock scope, and releases
  * when the work completes, errors or is unsubscribed (an HTTP client that disconnects from an SSE stream).
@@ -16,7 +23,7 @@ export function lockedObservable<T>(
   resolveKeys: () => readonly string[],
   options: LockOptions,
   work: (locks: LockSet) => Observable<T>,
-  requestId?: RequestIdSource,
+  { requestId, cancelWhen }: LockedCallOptions = {},
 ): Observable<T> {
   return new Observable<T>((subscriber) => {
     let locks: LockSet | undefined;
@@ -28,7 +35,10 @@ export function lockedObservable<T>(
     let cancelWait: AbortController | undefined;
     const leftWhileWaiting = () => new Error('the caller unsubscribed while waiting for the lock');
     const cancel = () => {
-      cancelWait ??= new AbortController();
+      if (!cancelWait) {
+        const controller = (cancelWait = new AbortController());
+        cancelWhen?.((reason) => controller.abort(reason));
+      }
       if (left && !cancelWait.signal.aborted) cancelWait.abort(leftWhileWaiting());
       return cancelWait.signal;
     };
@@ -93,31 +103,6 @@ export function lockedPromise<T>(
 }
 
 /**
- * Runs `work` while `locks` are held. A result that is a promise is raced against the loss of a lock, so a
- * lost lock is reported at once, not when the work finishes. Throws the LockLostError without running the
- * work when a lock was lost already (a slow grant).
- */
-export function runWhileHeld(locks: LockSet, work: () => unknown): unknown {
-  const lostAlready = locks.lostError();
-  if (lostAlready) throw lostAlready;
-  const result = work();
-  if (!isThenable(result)) return result;
-  return new Promise((resolve, reject) => {
-    const stopWatching = locks.onLost(reject);
-    result.then(
-      (value) => {
-        stopWatching();
-        resolve(value);
-      },
-      (error: unknown) => {
-        stopWatching();
-        reject(error);
-      },
-    );
-  });
-}
-
-/**
  * Holds `locks` while `source` runs: released when it completes, errors or is unsubscribed, and before
  * completion or an error is forwarded. Errors at once with the LockLostError when a lock is lost. The source
  * is subscribed in `scope`, so code it runs sees the locks. `mapError` rewrites the error it forwards.
@@ -136,10 +121,6 @@ export function heldUntilDone<T>(source: Observable<T>, locks: LockSet, scope: L
       void locks.release();
     };
   });
-}
-
-export function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }
 
 /** Makes the locks visible to nested acquisitions, `LockService.current()` and `@CurrentLock()`. */

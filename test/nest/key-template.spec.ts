@@ -1,4 +1,3 @@
-import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
 import { compileArgumentLookup } from '../../lib/key-template/argument-lookup';
 import { contextLookup, httpLookup, payloadLookup } from '../../lib/key-template/context-lookup';
 import { encodeKeyPart } from '../../lib/key-template/encode-key-part';
@@ -7,6 +6,7 @@ import { readParameterNames } from '../../lib/key-template/parameter-names';
 import { parseKeyTemplate } from '../../lib/key-template/parse-key-template';
 import { renderKeyTemplate } from '../../lib/key-template/render-key-template';
 import { UnresolvedPlaceholderError } from '../../lib/key-template/unresolved-placeholder.error';
+import { TypedContext } from './support/typed-context';
 
 const render = (template: string, request: unknown) => renderKeyTemplate(parseKeyTemplate(template), httpLookup(request));
 
@@ -127,17 +127,14 @@ describe('RPC and WebSocket placeholders', () => {
     expect(renderKeyTemplate(parseKeyTemplate('job:<<id>>:<<meta.tenant>>'), payloadLookup({ id: 5, meta: { tenant: 'a' } }))).toBe(
       'job:5:a',
     );
-    const rpc = new ExecutionContextHost([{ id: 'r1' }, {}]);
-    rpc.setType('rpc');
+    const rpc = new TypedContext('rpc', [{ id: 'r1' }, {}]);
     expect(renderKeyTemplate(parseKeyTemplate('job:<<id>>'), contextLookup(rpc))).toBe('job:r1');
-    const ws = new ExecutionContextHost([{ client: true }, { id: 'w1' }]);
-    ws.setType('ws');
+    const ws = new TypedContext('ws', [{ client: true }, { id: 'w1' }]);
     expect(renderKeyTemplate(parseKeyTemplate('room:<<id>>'), contextLookup(ws))).toBe('room:w1');
   });
 
   it('refuses other context types with a pointer to the function form', () => {
-    const graphql = new ExecutionContextHost([]);
-    graphql.setType('graphql');
+    const graphql = new TypedContext('graphql', []);
     expect(() => contextLookup(graphql)).toThrow(/Pass a function instead/);
   });
 });

@@ -1,6 +1,5 @@
 import { Body, Controller, Get, Injectable, INestApplication, MessageEvent, Param, Post, Put, Req, Sse } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
 import { Test } from '@nestjs/testing';
 import { get } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,6 +17,7 @@ import { LockHandle } from '../../lib/lock-handle';
 import { LockService } from '../../lib/lock.service';
 import { RecordingBackend } from '../support/recording-backend';
 import { deferred, eventually, Gates } from './support/gates';
+import { TypedContext } from './support/typed-context';
 
 /** Remembers the order in which keys were requested from the server. */
 class OrderRecordingBackend extends RecordingBackend {
@@ -393,10 +393,8 @@ describe('LockInterceptor in other context types', () => {
     }
   }
 
-  function graphqlContext(handler: Function): ExecutionContextHost {
-    const context = new ExecutionContextHost([{}, { id: 1 }, {}, {}], Resolver, handler);
-    context.setType('graphql');
-    return context;
+  function graphqlContext(handler: Function): TypedContext {
+    return new TypedContext('graphql', [{}, { id: 1 }, {}, {}], Resolver, handler);
   }
 
   it('locks a template without placeholders, and leaves lock errors unmapped', async () => {

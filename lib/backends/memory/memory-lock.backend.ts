@@ -38,7 +38,6 @@ interface KeyState {
 export class MemoryLockBackend implements LockBackend {
   readonly kind = 'memory';
   readonly address = 'in-process';
-  readonly inProcess = true;
   readonly supports = { readWrite: true, semaphore: true };
 
   private readonly keys = new Map<string, KeyState>();
@@ -51,15 +50,6 @@ export class MemoryLockBackend implements LockBackend {
     const id = stateId(request);
     const state = this.current(id);
     // Waiters are served first, in order: nobody overtakes the queue.
-    if (state && (state.queue.length > 0 || !admits(state, request))) return null;
-    return this.grant(id, request);
-  }
-
-  /** See LockBackend.grantIfFree: the same check as acquire's first step, without a promise. */
-  grantIfFree(request: AcquireRequest): LockGrant | null {
-    this.assertOpen('acquire');
-    const id = stateId(request);
-    const state = this.current(id);
     if (state && (state.queue.length > 0 || !admits(state, request))) return null;
     return this.grant(id, request);
   }
@@ -105,11 +95,6 @@ export class MemoryLockBackend implements LockBackend {
   }
 
   async release(lock: HeldLock): Promise<boolean> {
-    return this.releaseNow(lock);
-  }
-
-  /** See LockBackend.releaseNow. */
-  releaseNow(lock: HeldLock): boolean {
     if (this.closed) return false;
     return this.remove(heldStateId(lock), lock.token);
   }

@@ -1,5 +1,7 @@
 import {
   ArgumentMetadata,
+  ArgumentsHost,
+  Type,
   BadRequestException,
   Controller,
   Get,
@@ -13,7 +15,6 @@ import {
   ExecutionContext,
   NestInterceptor,
 } from '@nestjs/common';
-import { PATH_METADATA } from '@nestjs/common/constants';
 import { Test } from '@nestjs/testing';
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -26,17 +27,21 @@ import { WITH_LOCK_METADATA } from '../../lib/distributed-lock.constants';
 import { DistributedLockModule } from '../../lib/distributed-lock.module';
 import { LockTimeoutError } from '../../lib/errors';
 import { LockInterceptor } from '../../lib/interceptors/lock.interceptor';
-import { LockModuleMissingError } from '../../lib/interceptors/locked-handler';
+import { LockModuleMissingError } from '../../lib/errors';
 import type { LockEvent } from '../../lib/lock-event';
 import type { LockHandle } from '../../lib/lock-handle';
 import { LockService } from '../../lib/lock.service';
 import { RecordingBackend } from '../support/recording-backend';
 import { eventually, Gates } from './support/gates';
 
-/** Rejects ids that are not digits, like a ValidationPipe would. */
+/** Rejects ids that are not digits, like a ValidationPipe would, and records whether the lock was held meanwhile. */
 @Injectable()
 class DigitsPipe implements PipeTransform {
-  transform(value: unknown, _metadata: ArgumentMetadata): unknown {
+  static seen: boolean[] = [];
+  constructor(private readonly locks: LockService) {}
+
+  async transform(value: unknown, _metadata: ArgumentMetadata): Promise<unknown> {
+    DigitsPipe.seen.push(await this.locks.isLocked(`digits:${String(value)}`));
     if (typeof value !== 'string' || !/^\d+$/.test(value)) throw new BadRequestException('id must be digits');
     return value;
   }
@@ -85,10 +90,18 @@ class ThingsController {
     return { id, key: lock.key };
   }
 
-  @Get('probe/:id')
+  // Decorators apply bottom-up and each appends its interceptors: the lower one's run first (outside).
+  @Get('probe/:id/inside')
   @UseInterceptors(HeldProbeInterceptor)
   @WithLock('probe:<<id>>')
-  probe(@Param('id') id: string) {
+  probeInside(@Param('id') id: string) {
+    return { id };
+  }
+
+  @Get('probe/:id/outside')
+  @WithLock('probe:<<id>>')
+  @UseInterceptors(HeldProbeInterceptor)
+  probeOutside(@Param('id') id: string) {
     return { id };
   }
 
@@ -114,7 +127,47 @@ class PatientLockInterceptor extends LockInterceptor {
   }
 }
 
-describe('@WithLock handler wrapper', () => {
+/** A class-level and a method-level @WithLock: both bind LockInterceptor, the method's keys win, locked once. */
+@Controller('both')
+@WithLock('both-class:<<id>>')
+class BothLevelsController {
+  @Get(':id')
+  @WithLock('both-method:<<id>>')
+  read(@Param('id') id: string, @CurrentLock() lock: LockHandle) {
+    return { id, key: lock.key };
+  }
+}
+
+/**
+ * The same handler, its decorators applied in code in the given order, so that one test can try both orders:
+ * @CurrentLock() (and the route's parameter) before @WithLock, and after it.
+ */
+function orderedController(order: 'lock-last' | 'lock-first'): Type {
+  class OrderedController {
+    read(id: string, lock?: LockHandle) {
+      return { id, key: lock?.key ?? null, held: lock?.isHeld ?? false };
+    }
+  }
+  const prototype = OrderedController.prototype;
+  const descriptor = () => Object.getOwnPropertyDescriptor(prototype, 'read')!;
+  const lock = () => WithLock('ordered:<<id>>')(prototype, 'read', descriptor());
+  const params = () => {
+    Param('id')(prototype, 'read', 0);
+    CurrentLock()(prototype, 'read', 1);
+  };
+  if (order === 'lock-last') {
+    params();
+    lock();
+  } else {
+    lock();
+    params();
+  }
+  Get(':id')(prototype, 'read', descriptor());
+  Controller(`ordered-${order}`)(OrderedController);
+  return OrderedController;
+}
+
+describe('@WithLock as metadata + LockInterceptor', () => {
   let app: INestApplication;
   let base: string;
   let locks: LockService;
@@ -124,7 +177,14 @@ describe('@WithLock handler wrapper', () => {
   async function start(imports = [DistributedLockModule.forRoot({ backend, defaults: { ttl: 5_000, waitTimeout: 5_000 } })]) {
     const moduleRef = await Test.createTestingModule({
       imports,
-      controllers: [BaseController, DerivedController, ThingsController],
+      controllers: [
+        BaseController,
+        DerivedController,
+        ThingsController,
+        BothLevelsController,
+        orderedController('lock-last'),
+        orderedController('lock-first'),
+      ],
       providers: [{ provide: Gates, useValue: gates }, HeldProbeInterceptor],
     }).compile();
     app = moduleRef.createNestApplication({ logger: false });
@@ -139,6 +199,7 @@ describe('@WithLock handler wrapper', () => {
     gates = new Gates();
     backend = new RecordingBackend(new MemoryLockBackend());
     HeldProbeInterceptor.seen = [];
+    DigitsPipe.seen = [];
   });
 
   afterEach(async () => {
@@ -146,15 +207,13 @@ describe('@WithLock handler wrapper', () => {
     await app?.close();
   });
 
-  it('only forwards when the method is called directly, and keeps its name, length and metadata', () => {
+  it('leaves the method as written: called directly, it runs unlocked; the metadata sits on the method', () => {
     const controller = new ThingsController(gates);
     expect(controller.busy('5')).toEqual({ id: '5' });
     expect(ThingsController.prototype.busy.name).toBe('busy');
     expect(ThingsController.prototype.digits.length).toBe(2);
-    // @Get ran after @WithLock on busy, and before it on digits: both reach the function Nest routes to.
-    expect(Reflect.getMetadata(PATH_METADATA, ThingsController.prototype.busy)).toBe('busy/:id');
-    expect(Reflect.getMetadata(PATH_METADATA, ThingsController.prototype.digits)).toBe('digits/:id');
     expect(Reflect.getMetadata(WITH_LOCK_METADATA, ThingsController.prototype.digits)).toBeDefined();
+    expect(Reflect.getMetadata(WITH_LOCK_METADATA, DerivedController)).toBeDefined();
   });
 
   it('locks an inherited handler under a class-level @WithLock, and leaves the base controller unlocked', async () => {
@@ -164,21 +223,43 @@ describe('@WithLock handler wrapper', () => {
     expect(backend.calls.tryAcquire + backend.calls.acquire).toBe(1);
   });
 
-  it('fills @CurrentLock after the parameter pipes ran, and takes no lock when a pipe rejects the request', async () => {
+  it('locks once with the method-level keys when the class has a @WithLock too', async () => {
+    await start();
+    expect((await request(base).get('/both/4')).body).toEqual({ id: '4', key: 'both-method:4' });
+    expect(backend.calls.tryAcquire + backend.calls.acquire).toBe(1);
+    expect(await locks.isLocked('both-method:4')).toBe(false);
+  });
+
+  it.each(['lock-last', 'lock-first'])('fills @CurrentLock whatever the decorator order (%s)', async (order) => {
+    await start();
+    const response = await request(base).get(`/ordered-${order}/7`);
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ id: '7', key: 'ordered:7', held: true });
+    expect(await locks.isLocked('ordered:7')).toBe(false);
+  });
+
+  it('runs parameter pipes inside the lock, and releases it when a pipe rejects the request', async () => {
     await start();
     expect((await request(base).get('/things/digits/12')).body).toEqual({ id: '12', key: 'digits:12' });
-    const before = backend.serverCalls;
     const rejected = await request(base).get('/things/digits/x1');
     expect(rejected.status).toBe(400);
     expect(rejected.body.message).toBe('id must be digits');
-    expect(backend.serverCalls).toBe(before);
+    expect(DigitsPipe.seen).toEqual([true, true]);
+    expect(await locks.isLocked('digits:x1')).toBe(false);
   });
 
-  it('holds the lock around the handler only: interceptors run before it is taken', async () => {
+  it('runs an interceptor bound by a decorator above @WithLock inside the lock', async () => {
     await start();
-    expect((await request(base).get('/things/probe/4')).status).toBe(200);
-    expect(HeldProbeInterceptor.seen).toEqual(['before:false', 'handler-done']);
+    expect((await request(base).get('/things/probe/4/inside')).status).toBe(200);
+    expect(HeldProbeInterceptor.seen).toEqual(['before:true', 'handler-done']);
     expect(await locks.isLocked('probe:4')).toBe(false);
+  });
+
+  it('runs an interceptor bound by a decorator below @WithLock before the lock is taken', async () => {
+    await start();
+    expect((await request(base).get('/things/probe/5/outside')).status).toBe(200);
+    expect(HeldProbeInterceptor.seen).toEqual(['before:false', 'handler-done']);
+    expect(await locks.isLocked('probe:5')).toBe(false);
   });
 
   it('cancels the wait of a queued request whose client disconnects', async () => {
@@ -265,5 +346,45 @@ describe('@WithLock in a module that cannot see DistributedLockModule', () => {
     await expect(failure).rejects.toBeInstanceOf(LockModuleMissingError);
     await expect(failure).rejects.toThrow(/OrphanController\.get .*import DistributedLockModule\.forRoot\(\.\.\.\) into OrphanModule/);
     await app.close();
+  });
+
+  it('names the controller of a class-level @WithLock', async () => {
+    @Controller('orphan-class')
+    @WithLock('orphan-class:<<id>>')
+    class OrphanClassController {
+      @Get(':id')
+      get(@Param('id') id: string) {
+        return { id };
+      }
+    }
+    @Module({ controllers: [OrphanClassController] })
+    class OrphanClassModule {}
+    const moduleRef = await Test.createTestingModule({
+      imports: [DistributedLockModule.forRoot({ backend: new MemoryLockBackend() }), OrphanClassModule],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await expect(app.init()).rejects.toThrow(/@WithLock on OrphanClassController has no LockService: .* into OrphanClassModule/);
+    await app.close();
+  });
+
+  it('refuses each call with LockModuleMissingError when DistributedLockModule is imported nowhere', async () => {
+    const moduleRef = await Test.createTestingModule({ imports: [OrphanModule] }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    let thrown: unknown;
+    app.useGlobalFilters({
+      catch: (error: unknown, host: ArgumentsHost) => {
+        thrown = error;
+        host.switchToHttp().getResponse().status(500).json({});
+      },
+    });
+    await app.listen(0, '127.0.0.1');
+    try {
+      const url = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
+      expect((await request(url).get('/orphan/1')).status).toBe(500);
+      expect(thrown).toBeInstanceOf(LockModuleMissingError);
+      expect((thrown as Error).message).toMatch(/OrphanController\.get has no LockService: import DistributedLockModule\.forRoot/);
+    } finally {
+      await app.close();
+    }
   });
 });

@@ -1,0 +1,21 @@
+import { LockError } from './lock-error';
+
+/**
+ * A `@WithLock` controller's module cannot see DistributedLockModule, so its LockInterceptor has no LockService.
+ * Thrown at startup when DistributedLockModule is imported somewhere else, or per call when it is imported nowhere.
+ */
+export class LockModuleMissingError extends LockError {
+  override readonly name = 'LockModuleMissingError';
+
+  constructor(
+    /** `Class.method`, or `Class` for a class-level `@WithLock`. */
+    readonly where: string,
+    /** The module that declares the controller, when known. */
+    readonly moduleName?: string,
+  ) {
+    super(
+      `@WithLock on ${where} has no LockService: import DistributedLockModule.forRoot(...) into ` +
+        `${moduleName ?? `the module that declares ${where.split('.')[0]}`}, or register it once with { isGlobal: true }.`,
+    );
+  }
+}
