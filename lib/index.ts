@@ -14,8 +14,6 @@ export { RedisLockBackend } from './backends/redis/redis-lock.backend';
 export type { RedisLockBackendOptions, RedisLockBackendTuning, RedisFairness, RedisLockClient } from './backends/redis/redis-lock.backend';
 export { RedlockBackend } from './backends/redlock/redlock.backend';
 export type { RedlockBackendOptions } from './backends/redlock/redlock.backend';
-export { LockQuorumError } from './backends/redlock/lock-quorum.error';
-export type { InstanceFailure } from './backends/redlock/lock-quorum.error';
 export { EtcdLockBackend } from './backends/etcd/etcd-lock.backend';
 export type { EtcdLockBackendOptions } from './backends/etcd/etcd-lock.backend';
 export { ZooKeeperLockBackend } from './backends/zookeeper/zookeeper-lock.backend';
@@ -33,8 +31,6 @@ export { LockInterceptor } from './interceptors/lock.interceptor';
 export { LockModuleMissingError } from './interceptors/locked-handler';
 export { METHOD_CONTEXT_TYPE } from './explorer/locked-method';
 export { encodeKeyPart } from './key-template/encode-key-part';
-export { InvalidKeyTemplateError } from './key-template/invalid-key-template.error';
-export { UnresolvedPlaceholderError } from './key-template/unresolved-placeholder.error';
 export { describeLockError } from './interceptors/lock-error-response';
 export type { LockErrorResponse } from './interceptors/lock-error-response';
 
@@ -50,7 +46,7 @@ export { describeLockEvent } from './observability/lock-log-messages';
 export { LockObservability } from './observability/lock-observability';
 export type { LockObservabilityOptions } from './observability/lock-observability';
 export { LockMetricNames, LockAttributes, ACQUIRE_SPAN_NAME, INSTRUMENTATION_SCOPE } from './observability/telemetry-names';
-export { MissingPackageError } from './observability/missing-package.error';
+
 export { LockHealthIndicator, HEALTH_PROBE_KEY } from './health/lock-health.indicator';
 export type { LockHealthCheckOptions, LockHealthDetails, LockHealthResult } from './health/lock-health.indicator';
 export { LockAdminController } from './admin/lock-admin.controller';

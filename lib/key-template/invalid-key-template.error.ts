@@ -1,13 +1,3 @@
-import { LockError } from '../errors/lock-error';
-
-/** A `@WithLock` key template is malformed. Thrown while the app starts (at decoration), never per request. */
-export class InvalidKeyTemplateError extends LockError {
-  override readonly name = 'InvalidKeyTemplateError';
-
-  constructor(
-    readonly template: string,
-    problem: string,
-  ) {
-    super(`Invalid lock key template ${JSON.stringify(template)}: ${problem}`);
-  }
-}
+// Moved to lib/errors. Kept only for lib/decorators and lib/interceptors, which import this path until they are
+// rewritten; delete this file once nothing imports it.
+export { InvalidKeyTemplateError } from '../errors/invalid-key-template.error';

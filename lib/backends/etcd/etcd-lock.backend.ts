@@ -2,7 +2,7 @@ import type { Etcd3, IOptions } from 'etcd3';
 import type { AcquireRequest, BackendInspection, HeldLock, InspectedEntry, LockBackend, LockGrant } from '../lock-backend.interface';
 import { LockBackendError } from '../../errors';
 import { monotonicNow } from '../../utils/clock';
-import { loadOptionalPackage } from '../shared/optional-require';
+import { loadOptionalPackage } from '../../utils/optional-package';
 import { CLEANUP_DEADLINE_MS, EtcdAcquisition } from './etcd-acquisition';
 import { contenderValue, lockPrefix, parseContenderValue, READER_MARK, semaphorePrefix } from './etcd-key-layout';
 import { isLeaseNotFound } from './etcd-lease';
@@ -58,7 +58,7 @@ export class EtcdLockBackend implements LockBackend {
       assertRootNamespace(this.client);
       this.address = describeHosts((this.client as unknown as { options?: IOptions }).options?.hosts);
     } else {
-      const { Etcd3: Client } = loadOptionalPackage<typeof import('etcd3')>('etcd3', 'etcd');
+      const { Etcd3: Client } = loadOptionalPackage<typeof import('etcd3')>('etcd3', 'The etcd backend');
       this.client = new Client(options);
       this.ownsClient = true;
       this.address = describeHosts(options.hosts);

@@ -4,7 +4,7 @@ import { LockError } from '../../errors/lock-error';
 import type { AcquireRequest, BackendInspection, HeldLock, InspectedEntry, LockBackend, LockGrant } from '../lock-backend.interface';
 import { raceAbort, timeoutSignal } from '../shared/abort';
 import { ClosableWaits } from '../shared/closable-waits';
-import { loadOptionalPackage } from '../shared/optional-require';
+import { loadOptionalPackage } from '../../utils/optional-package';
 import { parseAcquireReply } from './acquire.lua';
 import { ChannelSubscriber, type ChannelSubscription } from './channel-subscriber';
 import {
@@ -139,7 +139,7 @@ export class RedisLockBackend implements LockBackend {
     if (options.client) {
       this.client = options.client;
     } else if (options.url !== undefined || options.redisOptions) {
-      const { Redis } = loadOptionalPackage<typeof import('ioredis')>('ioredis', 'Redis');
+      const { Redis } = loadOptionalPackage<typeof import('ioredis')>('ioredis', 'The Redis backend');
       const created =
         options.url !== undefined ? new Redis(options.url, options.redisOptions ?? {}) : new Redis(options.redisOptions!);
       // Our own client: keep its connection errors for our messages instead of ioredis' console warning.
