@@ -11,13 +11,13 @@ export { LockBackend } from './backends/lock-backend.interface';
 export type { AcquireRequest, LockGrant, HeldLock, BackendLockEvent, BackendInspection, InspectedEntry, BackendSupport } from './backends/lock-backend.interface';
 export { MemoryLockBackend } from './backends/memory/memory-lock.backend';
 export { RedisLockBackend } from './backends/redis/redis-lock.backend';
-export type { RedisLockBackendOptions, RedisLockBackendTuning, RedisFairness, RedisLockClient } from './backends/redis/redis-lock.backend';
+export type { RedisLockBackendOptions, RedisLockBackendTuning, RedisFairness, RedisLockClient, RedisConnectionOptions } from './backends/redis/redis-lock.backend';
 export { RedlockBackend } from './backends/redlock/redlock.backend';
 export type { RedlockBackendOptions } from './backends/redlock/redlock.backend';
 export { EtcdLockBackend } from './backends/etcd/etcd-lock.backend';
-export type { EtcdLockBackendOptions } from './backends/etcd/etcd-lock.backend';
+export type { EtcdLockBackendOptions, EtcdClient, EtcdConnectionOptions } from './backends/etcd/etcd-lock.backend';
 export { ZooKeeperLockBackend } from './backends/zookeeper/zookeeper-lock.backend';
-export type { ZooKeeperLockBackendOptions } from './backends/zookeeper/zookeeper-lock.backend';
+export type { ZooKeeperLockBackendOptions, ZooKeeperClient } from './backends/zookeeper/zookeeper-lock.backend';
 
 // --- Nest integration (module, decorators, interceptor, explorer) ---
 export { DistributedLockModule } from './distributed-lock.module';
@@ -41,6 +41,7 @@ export { attachLockMetrics } from './observability/lock-metrics';
 export type { LockMetricsOptions } from './observability/lock-metrics';
 export { attachLockTracing } from './observability/lock-tracing';
 export type { LockTracingOptions } from './observability/lock-tracing';
+export type { OpenTelemetryMeterProvider, OpenTelemetryTracerProvider } from './observability/opentelemetry-providers';
 export { attachLockLogger } from './observability/lock-logger';
 export { describeLockEvent } from './observability/lock-log-messages';
 export { LockObservability } from './observability/lock-observability';

@@ -1,4 +1,3 @@
-import type { RedisOptions } from 'ioredis';
 import { LockBackendError } from '../../errors/lock-backend.error';
 import { LockError } from '../../errors/lock-error';
 import type { AcquireRequest, BackendInspection, HeldLock, InspectedEntry, LockBackend, LockGrant } from '../lock-backend.interface';
@@ -25,6 +24,7 @@ import {
   describeClient,
   duplicateForSubscriber,
   type RedisConnection,
+  type RedisConnectionOptions,
   type RedisLockClient,
 } from './redis-client';
 import { redisLockKeys, redisSemaphoreKeys } from './redis-keys';
@@ -32,7 +32,7 @@ import { runBatch } from './script-batch';
 import { validityEnd } from './validity';
 import { Wakeup } from './wakeup';
 
-export type { RedisLockClient } from './redis-client';
+export type { RedisConnectionOptions, RedisLockClient } from './redis-client';
 
 /** Where the backend gets its connection: the app's client, or one it creates (and then closes) itself. */
 export type RedisLockBackendConnection =
@@ -42,8 +42,8 @@ export type RedisLockBackendConnection =
    */
   | { client: RedisLockClient; url?: never; redisOptions?: never }
   /** e.g. 'redis://user:pass@host:6379/0'; `redisOptions` add to it. */
-  | { url: string; redisOptions?: RedisOptions; client?: never }
-  | { redisOptions: RedisOptions; url?: never; client?: never };
+  | { url: string; redisOptions?: RedisConnectionOptions; client?: never }
+  | { redisOptions: RedisConnectionOptions; url?: never; client?: never };
 
 export interface RedisLockBackendTuning {
   /**
