@@ -26,6 +26,7 @@ import { monotonicNow } from './utils/clock';
 import { newOwnerToken } from './utils/owner-token';
 import { SlotList } from './utils/slot-list';
 import { withDeadline } from './utils/deadline';
+import { jsonSafe } from './utils/json';
 import { resolveLockOptions, validateKeyPrefix, validateLockKey } from './utils/validate';
 
 /** What `LockService.inspect(key)` returns. */
@@ -259,7 +260,7 @@ export class LockService {
       throw new LockNotSupportedError(this.backend.kind, 'inspect()', 'it cannot list holders and waiters.');
     }
     const found = await this.call('inspect', this.backend.inspect(this.keyPrefix, normalized));
-    return { key: normalized, namespace: this.keyPrefix, backend: this.backend.kind, address: this.backend.address, ...found };
+    return jsonSafe({ key: normalized, namespace: this.keyPrefix, backend: this.backend.kind, address: this.backend.address, ...found });
   }
 
   /** Whether anyone holds the key now. */
@@ -518,6 +519,7 @@ export class LockService {
   }
 
   private emit(event: LockEvent): void {
+    jsonSafe(event);
     this.eventSubject.next(event);
     for (const entry of this.typedListeners) if (entry.types.has(event.type)) entry.listener(event);
   }

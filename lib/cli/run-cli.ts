@@ -1,4 +1,4 @@
-import { toJson } from '../admin/to-json';
+import { toJson } from '../utils/json';
 import { InvalidLockKeyError } from '../errors';
 import type { LockService } from '../lock.service';
 import { describeError } from '../observability/redact';
