@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -9,9 +10,10 @@ import * as ts from 'typescript';
 import type { EtcdLockBackendOptions, LockMetricsOptions, LockTracingOptions, RedisLockBackendOptions, ZooKeeperLockBackendOptions } from '../../lib';
 
 /**
- * The shipped declarations must type-check (skipLibCheck off) in an app that installed none of the optional
- * peers: ioredis, etcd3, node-zookeeper-client, @nestjs/terminus, @opentelemetry/api. The declarations are
- * emitted into a temporary package whose node_modules holds only the required peers and @types/node.
+ * An app that installed none of the optional peers (ioredis, etcd3, node-zookeeper-client, @nestjs/terminus,
+ * @opentelemetry/api) type-checks against the shipped declarations with skipLibCheck off, loads the package,
+ * and gets a MissingPackageError naming the package to install when it uses something that needs one.
+ * The library is compiled into a temporary package whose node_modules holds only the required peers.
  */
 const ROOT = resolve(__dirname, '../..');
 const REQUIRED = ['@nestjs/common', '@nestjs/core', 'rxjs', 'reflect-metadata', '@types/node'];
@@ -47,7 +49,7 @@ export async function token(locks: LockService): Promise<string> {
 export const names = Object.keys(everything);
 `;
 
-describe('published type declarations', () => {
+describe('the package without its optional peers', () => {
   let dir: string;
 
   beforeAll(() => {
@@ -60,7 +62,7 @@ describe('published type declarations', () => {
     const pkg = join(modules, 'nest-distributed-lock');
     mkdirSync(pkg, { recursive: true });
     writeFileSync(join(pkg, 'package.json'), JSON.stringify({ name: 'nest-distributed-lock', main: 'dist/lib/index.js', types: 'dist/lib/index.d.ts' }));
-    emitDeclarations(join(pkg, 'dist', 'lib'));
+    emitPackage(join(pkg, 'dist', 'lib'));
     writeFileSync(join(dir, 'app.ts'), CONSUMER);
   });
 
@@ -84,14 +86,60 @@ describe('published type declarations', () => {
     const problems = ts.getPreEmitDiagnostics(consumerProgram([control]));
     expect(problems.map((problem) => problem.code)).toEqual(OPTIONAL_PEERS.map(() => 2307));
   });
+
+  it('loads, and throws MissingPackageError naming the package for each feature that needs a missing one', () => {
+    const script = `
+      require('reflect-metadata');
+      const lib = require('nest-distributed-lock');
+      const locks = new lib.LockService(new lib.MemoryLockBackend());
+      const attempts = {
+        redis: () => new lib.RedisLockBackend({ url: 'redis://127.0.0.1:1' }),
+        etcd: () => new lib.EtcdLockBackend({ hosts: 'http://127.0.0.1:1' }),
+        zookeeper: () => new lib.ZooKeeperLockBackend({ connectionString: '127.0.0.1:1' }),
+        metrics: () => lib.attachLockMetrics(locks),
+        tracing: () => lib.attachLockTracing(locks),
+        health: () => new lib.LockHealthIndicator(locks).isHealthy(),
+      };
+      (async () => {
+        const seen = {};
+        for (const [name, attempt] of Object.entries(attempts)) {
+          try { await attempt(); seen[name] = 'no error'; }
+          catch (error) {
+            seen[name] = { cls: error.constructor.name, name: error.name, packageName: error.packageName, message: error.message,
+              lockError: error instanceof lib.LockError, missing: error instanceof lib.MissingPackageError };
+          }
+        }
+        await locks.close();
+        process.stdout.write(JSON.stringify(seen));
+      })();`;
+    const child = spawnSync(process.execPath, ['-e', script], { cwd: dir, encoding: 'utf8', timeout: 20_000 });
+    expect(child.stderr).toBe('');
+    const seen = JSON.parse(child.stdout);
+    const expected = (packageName: string, feature: string) => ({
+      cls: 'MissingPackageError',
+      name: 'MissingPackageError',
+      packageName,
+      message: `${feature} needs the "${packageName}" package, which is not installed. Run: npm install ${packageName}`,
+      lockError: true,
+      missing: true,
+    });
+    expect(seen).toEqual({
+      redis: expected('ioredis', 'The Redis backend'),
+      etcd: expected('etcd3', 'The etcd backend'),
+      zookeeper: expected('node-zookeeper-client', 'The ZooKeeper backend'),
+      metrics: expected('@opentelemetry/api', 'Lock metrics'),
+      tracing: expected('@opentelemetry/api', 'Lock tracing'),
+      health: expected('@nestjs/terminus', 'LockHealthIndicator'),
+    });
+  });
 });
 
-/** `tsc -p tsconfig.build.json` with declarations only, into `outDir`. */
-function emitDeclarations(outDir: string): void {
+/** `tsc -p tsconfig.build.json` into `outDir`. */
+function emitPackage(outDir: string): void {
   const configPath = join(ROOT, 'tsconfig.build.json');
   const config = ts.getParsedCommandLineOfConfigFile(configPath, {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => fail(explain(d)) });
   if (!config) throw new Error('tsconfig.build.json could not be read');
-  const program = ts.createProgram(config.fileNames, { ...config.options, outDir, emitDeclarationOnly: true, declaration: true, sourceMap: false, declarationMap: false, noEmit: false });
+  const program = ts.createProgram(config.fileNames, { ...config.options, outDir, declaration: true, sourceMap: false, declarationMap: false, noEmit: false });
   const result = program.emit();
   const problems = result.diagnostics.map(explain);
   if (problems.length > 0) throw new Error(`declaration emit failed:\n${problems.join('\n')}`);

@@ -1,0 +1,33 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as errors from '../../lib/errors';
+
+const ERRORS_DIR = join(__dirname, '../../lib/errors');
+const LIB_DIR = join(__dirname, '../../lib');
+
+describe('error classes', () => {
+  it('live in lib/errors, one per file, each re-exported from its index and extending LockError with its own name', () => {
+    const files = readdirSync(ERRORS_DIR).filter((file) => file.endsWith('.error.ts'));
+    const classes = files.map((file) => /export class (\w+)/.exec(readFileSync(join(ERRORS_DIR, file), 'utf8'))?.[1]);
+    expect(classes).not.toContain(undefined);
+    for (const name of classes as string[]) {
+      const ErrorClass = (errors as Record<string, unknown>)[name] as abstract new (...args: never[]) => Error;
+      expect(ErrorClass).toBeDefined();
+      expect(ErrorClass.prototype).toBeInstanceOf(errors.LockError);
+    }
+    expect(classes.length).toBeGreaterThanOrEqual(11);
+  });
+
+  it('no error class is declared outside lib/errors (LockModuleMissingError moves with the interceptor rewrite)', () => {
+    const outside = walk(LIB_DIR)
+      .filter((file) => !file.startsWith(ERRORS_DIR) && file.endsWith('.ts'))
+      .flatMap((file) => [...readFileSync(file, 'utf8').matchAll(/export class (\w+) extends (\w*Error)\b/g)].map((match) => match[1]));
+    expect(outside.filter((name) => name !== 'LockModuleMissingError')).toEqual([]);
+  });
+});
+
+function walk(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? walk(join(dir, entry.name)) : [join(dir, entry.name)],
+  );
+}
