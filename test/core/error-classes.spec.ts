@@ -8,8 +8,10 @@ const LIB_DIR = join(__dirname, '../../lib');
 describe('error classes', () => {
   it('live in lib/errors, one per file, each re-exported from its index and extending LockError with its own name', () => {
     const files = readdirSync(ERRORS_DIR).filter((file) => file.endsWith('.error.ts'));
-    const classes = files.map((file) => /export class (\w+)/.exec(readFileSync(join(ERRORS_DIR, file), 'utf8'))?.[1]);
+    const sources = files.map((file) => readFileSync(join(ERRORS_DIR, file), 'utf8'));
+    const classes = sources.map((source) => /export class (\w+)/.exec(source)?.[1]);
     expect(classes).not.toContain(undefined);
+    sources.forEach((source, index) => expect(source).toMatch(new RegExp(`readonly name(: string)? = '${classes[index]}'`)));
     for (const name of classes as string[]) {
       const ErrorClass = (errors as Record<string, unknown>)[name] as abstract new (...args: never[]) => Error;
       expect(ErrorClass).toBeDefined();
