@@ -7,7 +7,8 @@ import type { Etcd3, IOptions } from 'etcd3';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { Client as ZooKeeperClient } from 'node-zookeeper-client';
 import * as ts from 'typescript';
-import type { EtcdLockBackendOptions, LockMetricsOptions, LockTracingOptions, RedisLockBackendOptions, ZooKeeperLockBackendOptions } from '../../lib';
+import { EtcdLockBackend, ZooKeeperLockBackend } from '../../lib';
+import type { EtcdClient, EtcdLockBackendOptions, LockMetricsOptions, LockTracingOptions, RedisLockBackendOptions, ZooKeeperClient as OurZooKeeperClient, ZooKeeperLockBackendOptions } from '../../lib';
 
 /**
  * An app that installed none of the optional peers (ioredis, etcd3, node-zookeeper-client, @nestjs/terminus,
@@ -131,6 +132,23 @@ describe('the package without its optional peers', () => {
       tracing: expected('@opentelemetry/api', 'Lock tracing'),
       health: expected('@nestjs/terminus', 'LockHealthIndicator'),
     });
+  });
+});
+
+describe('clients typed by our structural interfaces', () => {
+  it('are checked when the backend is built: something else than the real client is a TypeError saying what to pass', () => {
+    const notEtcd: EtcdClient = { kv: {}, leaseClient: {}, watch: () => undefined, close: () => undefined };
+    expect(() => new EtcdLockBackend({ client: notEtcd })).toThrow(/`client` must be an etcd3 client/);
+    const notZooKeeper: OurZooKeeperClient = {
+      connect: () => undefined,
+      close: () => undefined,
+      getState: () => ({}),
+      getSessionId: () => Buffer.alloc(8),
+      getSessionTimeout: () => 30_000,
+    };
+    expect(() => new ZooKeeperLockBackend({ client: notZooKeeper })).toThrow(
+      /must be a node-zookeeper-client Client .*; this one has no create, remove, exists, getChildren, getData, on, removeListener\./,
+    );
   });
 });
 

@@ -56,9 +56,10 @@ export class EtcdLockBackend implements LockBackend {
 
   constructor(options: EtcdLockBackendOptions) {
     if (options.client) {
+      // First: a namespaced client (client.namespace(...)) has no close(), so asEtcd3 would give a vaguer message.
+      assertRootNamespace(options.client);
       this.client = asEtcd3(options.client);
       this.ownsClient = false;
-      assertRootNamespace(this.client);
       this.address = describeHosts((this.client as unknown as { options?: EtcdConnectionOptions }).options?.hosts);
     } else {
       const { Etcd3: Client } = loadOptionalPackage<typeof import('etcd3')>('etcd3', 'The etcd backend');
@@ -382,7 +383,7 @@ export class EtcdLockBackend implements LockBackend {
  * The raw KV/lease/watch calls we make bypass etcd3's namespace prefixing, so a namespaced client would
  * mix prefixed and unprefixed keys. Namespacing is LockService's `keyPrefix`.
  */
-function assertRootNamespace(client: Etcd3): void {
+function assertRootNamespace(client: object): void {
   const prefix = (client as unknown as { prefix?: Buffer }).prefix;
   if (prefix && prefix.length > 0) {
     throw new TypeError(
