@@ -11,15 +11,13 @@ export { LockBackend } from './backends/lock-backend.interface';
 export type { AcquireRequest, LockGrant, HeldLock, BackendLockEvent, BackendInspection, InspectedEntry, BackendSupport } from './backends/lock-backend.interface';
 export { MemoryLockBackend } from './backends/memory/memory-lock.backend';
 export { RedisLockBackend } from './backends/redis/redis-lock.backend';
-export type { RedisLockBackendOptions, RedisLockBackendTuning, RedisFairness, RedisLockClient } from './backends/redis/redis-lock.backend';
+export type { RedisLockBackendOptions, RedisLockBackendTuning, RedisFairness, RedisLockClient, RedisConnectionOptions } from './backends/redis/redis-lock.backend';
 export { RedlockBackend } from './backends/redlock/redlock.backend';
 export type { RedlockBackendOptions } from './backends/redlock/redlock.backend';
-export { LockQuorumError } from './backends/redlock/lock-quorum.error';
-export type { InstanceFailure } from './backends/redlock/lock-quorum.error';
 export { EtcdLockBackend } from './backends/etcd/etcd-lock.backend';
-export type { EtcdLockBackendOptions } from './backends/etcd/etcd-lock.backend';
+export type { EtcdLockBackendOptions, EtcdClient, EtcdConnectionOptions } from './backends/etcd/etcd-lock.backend';
 export { ZooKeeperLockBackend } from './backends/zookeeper/zookeeper-lock.backend';
-export type { ZooKeeperLockBackendOptions } from './backends/zookeeper/zookeeper-lock.backend';
+export type { ZooKeeperLockBackendOptions, ZooKeeperClient } from './backends/zookeeper/zookeeper-lock.backend';
 
 // --- Nest integration (module, decorators, interceptor, explorer) ---
 export { DistributedLockModule } from './distributed-lock.module';
@@ -32,8 +30,6 @@ export { CurrentLock } from './decorators/current-lock.decorator';
 export { LockInterceptor } from './interceptors/lock.interceptor';
 export { METHOD_CONTEXT_TYPE } from './explorer/method-execution-context';
 export { encodeKeyPart } from './key-template/encode-key-part';
-export { InvalidKeyTemplateError } from './key-template/invalid-key-template.error';
-export { UnresolvedPlaceholderError } from './key-template/unresolved-placeholder.error';
 export { describeLockError } from './interceptors/lock-error-response';
 export type { LockErrorResponse } from './interceptors/lock-error-response';
 
@@ -44,12 +40,13 @@ export { attachLockMetrics } from './observability/lock-metrics';
 export type { LockMetricsOptions } from './observability/lock-metrics';
 export { attachLockTracing } from './observability/lock-tracing';
 export type { LockTracingOptions } from './observability/lock-tracing';
+export type { OpenTelemetryMeterProvider, OpenTelemetryTracerProvider } from './observability/opentelemetry-providers';
 export { attachLockLogger } from './observability/lock-logger';
 export { describeLockEvent } from './observability/lock-log-messages';
 export { LockObservability } from './observability/lock-observability';
 export type { LockObservabilityOptions } from './observability/lock-observability';
 export { LockMetricNames, LockAttributes, ACQUIRE_SPAN_NAME, INSTRUMENTATION_SCOPE } from './observability/telemetry-names';
-export { MissingPackageError } from './observability/missing-package.error';
+
 export { LockHealthIndicator, HEALTH_PROBE_KEY } from './health/lock-health.indicator';
 export type { LockHealthCheckOptions, LockHealthDetails, LockHealthResult } from './health/lock-health.indicator';
 export { LockAdminController } from './admin/lock-admin.controller';

@@ -3,6 +3,7 @@ import type { AcquireRequest } from './backends/lock-backend.interface';
 import type { LockScope } from './context/lock-context';
 import type { LockEvent, LockEventBase } from './lock-event';
 import type { LockLifecycleListener } from './lock-handle';
+import { jsonSafe } from './utils/json';
 
 /** What a handle's later events are built from: its request, the family, and the lock scope (request id). */
 export interface EventOrigin {
@@ -80,6 +81,7 @@ export class LockEventHub {
   }
 
   emit(event: LockEvent): void {
+    jsonSafe(event);
     this.subject.next(event);
     for (const entry of this.typedListeners) if (entry.types.has(event.type)) entry.listener(event);
   }

@@ -7,6 +7,7 @@ import { monotonicNow, toEpochMs } from './utils/clock';
 import { LIST_SLOT } from './utils/slot-list';
 import { checkTtl } from './utils/validate';
 import { withDeadline } from './utils/deadline';
+import { jsonSafe } from './utils/json';
 import { ExtendBatcher } from './watchdog/extend-batcher';
 import { RenewalScheduler } from './watchdog/renewal-scheduler';
 import { Renewable, RENEW, VALIDITY_LEFT, Watchdog } from './watchdog/watchdog';
@@ -151,6 +152,15 @@ export class LockHandle implements AsyncDisposable, Renewable {
   /** Epoch ms until which the lock is certainly held, measured from just before the last successful request. */
   get expiresAt(): number {
     return toEpochMs(this.validUntil);
+  }
+
+  /**
+   * What `JSON.stringify(handle)` (and so a Nest route returning the handle) sends: the key, the fencing token
+   * as a decimal string (JSON has no bigint, and the token may pass 2^53) and the expiry. Never the owner
+   * token: whoever has it can release or extend the lock.
+   */
+  toJSON(): { key: string; fencingToken: string; expiresAt: number } {
+    return { key: this.key, fencingToken: this.fencingToken.toString(), expiresAt: this.expiresAt };
   }
 
   get state(): LockState {
@@ -334,6 +344,7 @@ export class LockHandle implements AsyncDisposable, Renewable {
   }
 
   private publish(renewal: LockRenewal): void {
+    jsonSafe(renewal);
     this.renewalSubject?.next(renewal);
     this.lifecycle?.renewal(this, renewal, this.lifecycleContext);
   }

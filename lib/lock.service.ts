@@ -21,6 +21,7 @@ import {
 import { monotonicNow } from './utils/clock';
 import { newOwnerToken } from './utils/owner-token';
 import { SlotList } from './utils/slot-list';
+import { jsonSafe } from './utils/json';
 import { resolveLockOptions, validateKeyPrefix, validateLockKey } from './utils/validate';
 
 /** What `LockService.inspect(key)` returns. */
@@ -210,7 +211,7 @@ export class LockService {
       throw new LockNotSupportedError(this.backend.kind, 'inspect()', 'it cannot list holders and waiters.');
     }
     const found = await this.calls.call('inspect', this.backend.inspect(this.keyPrefix, normalized));
-    return { key: normalized, namespace: this.keyPrefix, backend: this.backend.kind, address: this.backend.address, ...found };
+    return jsonSafe({ key: normalized, namespace: this.keyPrefix, backend: this.backend.kind, address: this.backend.address, ...found });
   }
 
   /** Whether anyone holds the key now. */

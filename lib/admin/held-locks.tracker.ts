@@ -2,6 +2,7 @@ import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 import type { Subscription } from 'rxjs';
 import type { LockMode } from '../lock-options';
 import { LockService } from '../lock.service';
+import { jsonSafe } from '../utils/json';
 
 /** One lock this process holds, as the admin endpoint lists it. */
 export interface HeldLockSummary {
@@ -32,12 +33,12 @@ export class HeldLocksTracker implements OnModuleDestroy {
       switch (event.type) {
         case 'acquired': {
           const { key, family, mode, fencingToken, at, expiresAt, requestId } = event;
-          this.held.set(id, { key, family, mode, fencingToken, since: at, expiresAt, ...(requestId !== undefined && { requestId }) });
+          this.held.set(id, jsonSafe({ key, family, mode, fencingToken, since: at, expiresAt, ...(requestId !== undefined && { requestId }) }));
           break;
         }
         case 'renewed': {
           const entry = this.held.get(id);
-          if (entry) this.held.set(id, { ...entry, expiresAt: event.expiresAt });
+          if (entry) this.held.set(id, jsonSafe({ ...entry, expiresAt: event.expiresAt }));
           break;
         }
         case 'released':

@@ -10,7 +10,7 @@ import {
 import { InvalidLockKeyError, LockBackendError, LockNotSupportedError } from '../errors';
 import { LockService, type LockInspection } from '../lock.service';
 import { HeldLocksTracker, type HeldLockSummary } from './held-locks.tracker';
-import { toJson, type Jsonified } from './to-json';
+import { toJson, type Jsonified } from '../utils/json';
 
 /** `GET <path>`: this instance and the locks it holds. */
 export interface HeldLocksReport {

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { CliUsageError } from './cli-usage.error';
+import { CliUsageError } from '../errors/cli-usage.error';
 
 /** Where the locks live. */
 export type CliTarget = { readonly kind: 'redis'; readonly url: string } | { readonly kind: 'etcd'; readonly hosts: readonly string[] };

@@ -1,8 +1,8 @@
-import { toJson } from '../admin/to-json';
+import { toJson } from '../utils/json';
 import { InvalidLockKeyError } from '../errors';
 import type { LockService } from '../lock.service';
 import { describeError } from '../observability/redact';
-import { CliUsageError } from './cli-usage.error';
+import { CliUsageError } from '../errors/cli-usage.error';
 import { formatInspection } from './format-inspection';
 import { openTarget, type TargetOptions } from './open-target';
 import { parseCliArgs, type CliTarget } from './parse-args';

@@ -1,7 +1,7 @@
 import { delay } from '../backends/shared/abort';
 import { InvalidLockKeyError, LockNotSupportedError } from '../errors';
 import type { LockService } from '../lock.service';
-import { toJson } from '../admin/to-json';
+import { toJson } from '../utils/json';
 import { describeError } from '../observability/redact';
 import { formatDuration } from './format-duration';
 import { formatInspection } from './format-inspection';

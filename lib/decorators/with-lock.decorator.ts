@@ -1,7 +1,7 @@
 import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
 import { WITH_LOCK_METADATA } from '../distributed-lock.constants';
 import { LockInterceptor } from '../interceptors/lock.interceptor';
-import { InvalidKeyTemplateError } from '../key-template/invalid-key-template.error';
+import { InvalidKeyTemplateError } from '../errors/invalid-key-template.error';
 import { parseKeyTemplate } from '../key-template/parse-key-template';
 import type { LockOptions } from '../lock-options';
 import { resolveLockOptions } from '../utils/validate';

@@ -6,3 +6,8 @@ export * from './invalid-lock-key.error';
 export * from './lock-not-supported.error';
 export * from './lock-service-closed.error';
 export * from './lock-module-missing.error';
+export * from './lock-quorum.error';
+export * from './missing-package.error';
+export * from './invalid-key-template.error';
+export * from './unresolved-placeholder.error';
+export * from './cli-usage.error';

@@ -1,6 +1,6 @@
 import { Injectable, Optional } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import type { HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
+import type { HealthIndicatorService } from '@nestjs/terminus';
 import { LockService } from '../lock.service';
 import { describeError } from '../observability/redact';
 import { monotonicNow } from '../utils/clock';
@@ -29,7 +29,11 @@ export type LockHealthDetails = {
   message?: string;
 };
 
-export type LockHealthResult<Key extends string = 'lock'> = HealthIndicatorResult<Key, 'up' | 'down', LockHealthDetails>;
+/**
+ * terminus' `HealthIndicatorResult<Key, 'up' | 'down', LockHealthDetails>`, spelled out so that our type
+ * declarations need no @nestjs/terminus in an app without health checks. terminus accepts it as its own.
+ */
+export type LockHealthResult<Key extends string = 'lock'> = Record<Key, { status: 'up' | 'down' } & LockHealthDetails>;
 
 /**
  * A `@nestjs/terminus` health indicator for the lock backend: one cheap read (`isLocked('__health__')`) with a

@@ -1,6 +1,6 @@
 import { HttpStatus } from '@nestjs/common';
 import { InvalidLockKeyError, LockBackendError, LockLostError, LockTimeoutError } from '../errors';
-import { UnresolvedPlaceholderError } from '../key-template/unresolved-placeholder.error';
+import { UnresolvedPlaceholderError } from '../errors/unresolved-placeholder.error';
 
 /** What a client is told about a lock failure, whatever the transport. */
 export interface LockErrorResponse {

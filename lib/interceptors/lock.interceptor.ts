@@ -10,6 +10,7 @@ import { LockService } from '../lock.service';
 import { httpRequest, httpResponse } from '../utils/context-args';
 import { describeLockError, LockErrorResponse } from './lock-error-response';
 import { lockedObservable } from './locked-call';
+import { loadOptionalPackage } from '../utils/optional-package';
 
 /** The interceptor forRoot({ lockInterceptor }) configured, per LockService (see designateLockInterceptor). */
 const designatedInterceptors = new WeakMap<LockService, LockInterceptor>();
@@ -149,8 +150,7 @@ function rawResponse(context: ExecutionContext): { once?: (event: string, listen
  */
 function transportException(packageName: string, className: string, response: LockErrorResponse): Error | undefined {
   try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const exception = require(packageName)[className] as new (error: object) => Error;
+    const exception = loadOptionalPackage<Record<string, new (error: object) => Error>>(packageName, 'an rpc or ws handler')[className];
     return new exception({ status: 'error', ...response });
   } catch {
     return undefined;

@@ -1,4 +1,4 @@
-import { InvalidKeyTemplateError } from './invalid-key-template.error';
+import { InvalidKeyTemplateError } from '../errors/invalid-key-template.error';
 import type { KeyTemplate, Placeholder } from './parse-key-template';
 import { readParameterNames } from './parameter-names';
 import { readPath } from './read-path';

@@ -1,4 +1,4 @@
-import { InvalidKeyTemplateError } from './invalid-key-template.error';
+import { InvalidKeyTemplateError } from '../errors/invalid-key-template.error';
 
 /** One `<<name>>` of a template. */
 export interface Placeholder {

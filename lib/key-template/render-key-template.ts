@@ -1,6 +1,6 @@
 import { describeUnusable, encodeKeyPart } from './encode-key-part';
 import type { KeyTemplate, Placeholder } from './parse-key-template';
-import { UnresolvedPlaceholderError } from './unresolved-placeholder.error';
+import { UnresolvedPlaceholderError } from '../errors/unresolved-placeholder.error';
 
 /** Finds the raw value of one placeholder (from a request, a message payload, or method arguments). */
 export type PlaceholderLookup = (placeholder: Placeholder) => unknown;

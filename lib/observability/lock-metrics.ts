@@ -2,6 +2,7 @@ import type { Attributes, Counter, Histogram, Meter, MeterProvider, ObservableRe
 import type { LockEvent } from '../lock-event';
 import type { LockService } from '../lock.service';
 import { loadOpenTelemetryApi } from './opentelemetry-api';
+import type { OpenTelemetryMeterProvider } from './opentelemetry-providers';
 import {
   HOLD_BUCKETS_S,
   INSTRUMENTATION_SCOPE,
@@ -15,7 +16,7 @@ export interface LockMetricsOptions {
    * Where to record. Default: the global MeterProvider. Metrics have no proxy provider, so register the SDK
    * (e.g. `sdk.start()`) before this is attached, or pass the provider here.
    */
-  meterProvider?: MeterProvider;
+  meterProvider?: OpenTelemetryMeterProvider;
 }
 
 interface LockInstruments {
@@ -31,7 +32,8 @@ interface LockInstruments {
  */
 export function attachLockMetrics(locks: LockService, options: LockMetricsOptions = {}): () => void {
   const api = loadOpenTelemetryApi('Lock metrics');
-  const meter = (options.meterProvider ?? api.metrics.getMeterProvider()).getMeter(INSTRUMENTATION_SCOPE);
+  const provider = (options.meterProvider as MeterProvider | undefined) ?? api.metrics.getMeterProvider();
+  const meter = provider.getMeter(INSTRUMENTATION_SCOPE);
   const instruments = createInstruments(meter);
   const held = meter.createObservableUpDownCounter(LockMetricNames.held, {
     description: 'Locks this process holds now.',

@@ -5,12 +5,13 @@ import type { AcquireTraceInfo } from '../lock-instrumentation';
 import type { LockService } from '../lock.service';
 import { monotonicNow } from '../utils/clock';
 import { loadOpenTelemetryApi, type OpenTelemetryApi } from './opentelemetry-api';
+import type { OpenTelemetryTracerProvider } from './opentelemetry-providers';
 import { redactCredentials } from './redact';
 import { ACQUIRE_SPAN_NAME, INSTRUMENTATION_SCOPE, LockAttributes } from './telemetry-names';
 
 export interface LockTracingOptions {
   /** Default: the global TracerProvider (a proxy, so an SDK registered later is picked up). */
-  tracerProvider?: TracerProvider;
+  tracerProvider?: OpenTelemetryTracerProvider;
   /**
    * Put the resolved key on spans (`lock.key`). Default true: it answers "which key was this request waiting for".
    * Turn it off when keys contain personal data your traces must not hold.
@@ -24,7 +25,8 @@ export interface LockTracingOptions {
  */
 export function attachLockTracing(locks: LockService, options: LockTracingOptions = {}): () => void {
   const api = loadOpenTelemetryApi('Lock tracing');
-  const tracer = (options.tracerProvider ?? api.trace.getTracerProvider()).getTracer(INSTRUMENTATION_SCOPE);
+  const provider = (options.tracerProvider as TracerProvider | undefined) ?? api.trace.getTracerProvider();
+  const tracer = provider.getTracer(INSTRUMENTATION_SCOPE);
   const recordKeys = options.recordKeys ?? true;
   return locks.instrument({
     traceAcquire: (info, run) => traceAcquire(api, tracer, info, run, recordKeys),

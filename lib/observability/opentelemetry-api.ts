@@ -1,5 +1,5 @@
 import type * as OpenTelemetryApiModule from '@opentelemetry/api';
-import { requireOptional } from './missing-package.error';
+import { loadOptionalPackage } from '../utils/optional-package';
 
 export type OpenTelemetryApi = typeof OpenTelemetryApiModule;
 
@@ -9,5 +9,5 @@ export type OpenTelemetryApi = typeof OpenTelemetryApiModule;
  * Without a registered SDK the API is a no-op, so recording costs next to nothing.
  */
 export function loadOpenTelemetryApi(feature: string): OpenTelemetryApi {
-  return requireOptional<OpenTelemetryApi>('@opentelemetry/api', feature);
+  return loadOptionalPackage<OpenTelemetryApi>('@opentelemetry/api', feature);
 }

@@ -1,11 +1,11 @@
 import { compileArgumentLookup } from '../../lib/key-template/argument-lookup';
 import { contextLookup, httpLookup, payloadLookup } from '../../lib/key-template/context-lookup';
 import { encodeKeyPart } from '../../lib/key-template/encode-key-part';
-import { InvalidKeyTemplateError } from '../../lib/key-template/invalid-key-template.error';
+import { InvalidKeyTemplateError } from '../../lib/errors';
 import { readParameterNames } from '../../lib/key-template/parameter-names';
 import { parseKeyTemplate } from '../../lib/key-template/parse-key-template';
 import { renderKeyTemplate } from '../../lib/key-template/render-key-template';
-import { UnresolvedPlaceholderError } from '../../lib/key-template/unresolved-placeholder.error';
+import { UnresolvedPlaceholderError } from '../../lib/errors';
 import { TypedContext } from './support/typed-context';
 
 const render = (template: string, request: unknown) => renderKeyTemplate(parseKeyTemplate(template), httpLookup(request));

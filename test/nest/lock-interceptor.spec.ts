@@ -12,7 +12,7 @@ import { CurrentLock } from '../../lib/decorators/current-lock.decorator';
 import { WithLock } from '../../lib/decorators/with-lock.decorator';
 import { LockTimeoutError } from '../../lib/errors';
 import { LockInterceptor } from '../../lib/interceptors/lock.interceptor';
-import { InvalidKeyTemplateError } from '../../lib/key-template/invalid-key-template.error';
+import { InvalidKeyTemplateError } from '../../lib/errors';
 import { LockHandle } from '../../lib/lock-handle';
 import { LockService } from '../../lib/lock.service';
 import { RecordingBackend } from '../support/recording-backend';

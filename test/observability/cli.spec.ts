@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { BackendInspection, LockBackend } from '../../lib/backends/lock-backend.interface';
 import { MemoryLockBackend } from '../../lib/backends/memory/memory-lock.backend';
-import { CliUsageError } from '../../lib/cli/cli-usage.error';
+import { CliUsageError } from '../../lib/errors';
 import { formatDuration } from '../../lib/cli/format-duration';
 import { formatInspection } from '../../lib/cli/format-inspection';
 import { openTarget } from '../../lib/cli/open-target';

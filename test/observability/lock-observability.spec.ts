@@ -6,7 +6,8 @@ import { MemoryLockBackend } from '../../lib/backends/memory/memory-lock.backend
 import { DISTRIBUTED_LOCK_MODULE_OPTIONS } from '../../lib/distributed-lock.module-definition';
 import { LockService } from '../../lib/lock.service';
 import { LockObservability, type LockObservabilityOptions } from '../../lib/observability/lock-observability';
-import { MissingPackageError, requireOptional } from '../../lib/observability/missing-package.error';
+import { MissingPackageError } from '../../lib/errors';
+import { loadOptionalPackage } from '../../lib/utils/optional-package';
 import { ACQUIRE_SPAN_NAME, LockMetricNames } from '../../lib/observability/telemetry-names';
 import { counterValue, MetricsHarness } from './support/metrics-harness';
 import { RecordingLogger } from './support/recording-logger';
@@ -71,8 +72,8 @@ describe('LockObservability (module options telemetry and logging)', () => {
   });
 
   it('names the package to install when an optional peer is missing', () => {
-    expect(() => requireOptional('@example/not-installed', 'Lock metrics')).toThrow(MissingPackageError);
-    expect(() => requireOptional('@example/not-installed', 'Lock metrics')).toThrow(
+    expect(() => loadOptionalPackage('@example/not-installed', 'Lock metrics')).toThrow(MissingPackageError);
+    expect(() => loadOptionalPackage('@example/not-installed', 'Lock metrics')).toThrow(
       'Lock metrics needs the "@example/not-installed" package, which is not installed. Run: npm install @example/not-installed',
     );
   });

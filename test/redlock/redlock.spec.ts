@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import Redis from 'ioredis';
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import { EXTEND_SCRIPT } from '../../lib/backends/redis/extend.lua';
-import { LockQuorumError } from '../../lib/backends/redlock/lock-quorum.error';
+import { LockQuorumError } from '../../lib/errors';
 import { RedlockBackend, type RedlockBackendOptions } from '../../lib/backends/redlock/redlock.backend';
 import { LockBackendError, LockNotSupportedError, LockTimeoutError } from '../../lib/errors';
 import { LockService } from '../../lib/lock.service';

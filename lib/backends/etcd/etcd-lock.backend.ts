@@ -1,8 +1,9 @@
-import type { Etcd3, IOptions } from 'etcd3';
+import type { Etcd3 } from 'etcd3';
 import type { AcquireRequest, BackendInspection, HeldLock, InspectedEntry, LockBackend, LockGrant } from '../lock-backend.interface';
 import { LockBackendError } from '../../errors';
 import { monotonicNow } from '../../utils/clock';
-import { loadOptionalPackage } from '../shared/optional-require';
+import { loadOptionalPackage } from '../../utils/optional-package';
+import type { EtcdClient, EtcdConnectionOptions } from './etcd-client';
 import { CLEANUP_DEADLINE_MS, EtcdAcquisition } from './etcd-acquisition';
 import { contenderValue, lockPrefix, parseContenderValue, READER_MARK, semaphorePrefix } from './etcd-key-layout';
 import { isLeaseNotFound } from './etcd-lease';
@@ -10,11 +11,13 @@ import { EtcdLockClient, toEtcdBackendError } from './etcd-lock-client';
 import { EtcdSessions } from './etcd-sessions';
 import { asEtcdLockState, EtcdLockState, leaseSecondsFor, validUntil } from './etcd-lock-state';
 
+export type { EtcdClient, EtcdConnectionOptions } from './etcd-client';
+
 /**
  * Either an `Etcd3` client the application owns (we never close it), or etcd3's own options
  * (`hosts`, `auth`, `credentials`, ...) for a client this backend creates and closes.
  */
-export type EtcdLockBackendOptions = { client: Etcd3 } | (IOptions & { client?: undefined });
+export type EtcdLockBackendOptions = { client: EtcdClient } | (EtcdConnectionOptions & { client?: undefined });
 
 /** How long close() waits for revokes and watch cancellations before it closes the client anyway. */
 const CLOSE_GRACE_MS = CLEANUP_DEADLINE_MS;
@@ -53,13 +56,14 @@ export class EtcdLockBackend implements LockBackend {
 
   constructor(options: EtcdLockBackendOptions) {
     if (options.client) {
-      this.client = options.client;
+      // First: a namespaced client (client.namespace(...)) has no close(), so asEtcd3 would give a vaguer message.
+      assertRootNamespace(options.client);
+      this.client = asEtcd3(options.client);
       this.ownsClient = false;
-      assertRootNamespace(this.client);
-      this.address = describeHosts((this.client as unknown as { options?: IOptions }).options?.hosts);
+      this.address = describeHosts((this.client as unknown as { options?: EtcdConnectionOptions }).options?.hosts);
     } else {
-      const { Etcd3: Client } = loadOptionalPackage<typeof import('etcd3')>('etcd3', 'etcd');
-      this.client = new Client(options);
+      const { Etcd3: Client } = loadOptionalPackage<typeof import('etcd3')>('etcd3', 'The etcd backend');
+      this.client = new Client(options as ConstructorParameters<typeof Client>[0]);
       this.ownsClient = true;
       this.address = describeHosts(options.hosts);
     }
@@ -379,7 +383,7 @@ export class EtcdLockBackend implements LockBackend {
  * The raw KV/lease/watch calls we make bypass etcd3's namespace prefixing, so a namespaced client would
  * mix prefixed and unprefixed keys. Namespacing is LockService's `keyPrefix`.
  */
-function assertRootNamespace(client: Etcd3): void {
+function assertRootNamespace(client: object): void {
   const prefix = (client as unknown as { prefix?: Buffer }).prefix;
   if (prefix && prefix.length > 0) {
     throw new TypeError(
@@ -403,4 +407,18 @@ function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
       resolve();
     });
   });
+}
+
+/** The app's client as the `Etcd3` it must be; a TypeError that says what to pass when it is something else. */
+function asEtcd3(client: EtcdClient): Etcd3 {
+  const candidate = client as unknown as Partial<Record<'kv' | 'leaseClient', Record<string, unknown>>> & Record<string, unknown>;
+  const fits =
+    typeof candidate.kv?.txn === 'function' &&
+    typeof candidate.leaseClient?.leaseGrant === 'function' &&
+    typeof candidate.watch === 'function' &&
+    typeof candidate.close === 'function';
+  if (!fits) {
+    throw new TypeError("EtcdLockBackend: `client` must be an etcd3 client (new Etcd3({ hosts: 'http://127.0.0.1:2379' })).");
+  }
+  return client as unknown as Etcd3;
 }

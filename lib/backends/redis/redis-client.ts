@@ -24,6 +24,24 @@ export interface RedisLockClient extends ScriptRunner {
   duplicate(...args: any[]): RedisConnection;
 }
 
+/**
+ * ioredis `RedisOptions`, for a client the backend creates. Only the connection fields are spelled out; every
+ * other ioredis option passes through as given (the index signature). Declared here rather than imported, so
+ * that our type declarations do not need ioredis installed for an app that uses another backend.
+ */
+export interface RedisConnectionOptions {
+  host?: string;
+  port?: number;
+  /** A Unix socket instead of host and port. */
+  path?: string;
+  username?: string;
+  password?: string;
+  db?: number;
+  // `any`, not `unknown`: ioredis' RedisOptions is an interface, which TypeScript only matches to an `any` index.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  [option: string]: any;
+}
+
 export interface RedisPipeline {
   evalsha(sha1: string, numkeys: number, ...keysAndArgs: (string | number)[]): unknown;
   exec(): Promise<[Error | null, unknown][] | null>;

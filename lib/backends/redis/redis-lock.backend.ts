@@ -1,10 +1,9 @@
-import type { RedisOptions } from 'ioredis';
 import { LockBackendError } from '../../errors/lock-backend.error';
 import { LockError } from '../../errors/lock-error';
 import type { AcquireRequest, BackendInspection, HeldLock, InspectedEntry, LockBackend, LockGrant } from '../lock-backend.interface';
 import { raceAbort, timeoutSignal } from '../shared/abort';
 import { ClosableWaits } from '../shared/closable-waits';
-import { loadOptionalPackage } from '../shared/optional-require';
+import { loadOptionalPackage } from '../../utils/optional-package';
 import { parseAcquireReply } from './acquire.lua';
 import { ChannelSubscriber, type ChannelSubscription } from './channel-subscriber';
 import {
@@ -25,6 +24,7 @@ import {
   describeClient,
   duplicateForSubscriber,
   type RedisConnection,
+  type RedisConnectionOptions,
   type RedisLockClient,
 } from './redis-client';
 import { redisLockKeys, redisSemaphoreKeys } from './redis-keys';
@@ -32,7 +32,7 @@ import { runBatch } from './script-batch';
 import { validityEnd } from './validity';
 import { Wakeup } from './wakeup';
 
-export type { RedisLockClient } from './redis-client';
+export type { RedisConnectionOptions, RedisLockClient } from './redis-client';
 
 /** Where the backend gets its connection: the app's client, or one it creates (and then closes) itself. */
 export type RedisLockBackendConnection =
@@ -42,8 +42,8 @@ export type RedisLockBackendConnection =
    */
   | { client: RedisLockClient; url?: never; redisOptions?: never }
   /** e.g. 'redis://user:pass@host:6379/0'; `redisOptions` add to it. */
-  | { url: string; redisOptions?: RedisOptions; client?: never }
-  | { redisOptions: RedisOptions; url?: never; client?: never };
+  | { url: string; redisOptions?: RedisConnectionOptions; client?: never }
+  | { redisOptions: RedisConnectionOptions; url?: never; client?: never };
 
 export interface RedisLockBackendTuning {
   /**
@@ -139,7 +139,7 @@ export class RedisLockBackend implements LockBackend {
     if (options.client) {
       this.client = options.client;
     } else if (options.url !== undefined || options.redisOptions) {
-      const { Redis } = loadOptionalPackage<typeof import('ioredis')>('ioredis', 'Redis');
+      const { Redis } = loadOptionalPackage<typeof import('ioredis')>('ioredis', 'The Redis backend');
       const created =
         options.url !== undefined ? new Redis(options.url, options.redisOptions ?? {}) : new Redis(options.redisOptions!);
       // Our own client: keep its connection errors for our messages instead of ioredis' console warning.

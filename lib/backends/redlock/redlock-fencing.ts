@@ -1,7 +1,7 @@
 import type { AcquireRequest } from '../lock-backend.interface';
 import { raiseFenceCall, runCall } from '../redis/lock-calls';
 import { askAll } from './ask-all';
-import type { InstanceFailure } from './lock-quorum.error';
+import type { InstanceFailure } from '../../errors/lock-quorum.error';
 import type { RedlockInstance } from './redlock-instance';
 
 /**

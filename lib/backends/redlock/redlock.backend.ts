@@ -20,7 +20,7 @@ import { runBatch, type BatchResult } from '../redis/script-batch';
 import { DEFAULT_DRIFT_FACTOR, validityEnd } from '../redis/validity';
 import { Wakeup } from '../redis/wakeup';
 import { askAll, asError, majorityOf, type Answer } from './ask-all';
-import { LockQuorumError, type InstanceFailure } from './lock-quorum.error';
+import { LockQuorumError, type InstanceFailure } from '../../errors/lock-quorum.error';
 import { RedlockInstance } from './redlock-instance';
 import { agreeOnFence } from './redlock-fencing';
 

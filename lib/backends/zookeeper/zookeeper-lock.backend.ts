@@ -6,17 +6,20 @@ import { localAddressData } from './local-address';
 import { LockPathSweeper } from './lock-path-sweeper';
 import { OwnNodeWatches } from './own-node-watches';
 import { AcquisitionContext, ZooKeeperAcquisition } from './zookeeper-acquisition';
+import type { ZooKeeperClient } from './zookeeper-client';
 import { isSessionExpired, toZooKeeperBackendError } from './zookeeper-errors';
 import { asZooKeeperLockState, validUntil } from './zookeeper-lock-state';
 import { lockPath } from './zookeeper-node-layout';
 import { hex, ZooKeeperSession } from './zookeeper-session';
+
+export type { ZooKeeperClient } from './zookeeper-client';
 
 /**
  * Either a node-zookeeper-client `Client` the application owns (we never close it; call `connect()` on it
  * yourself), or where to connect a client this backend creates, closes, and replaces after a session expiry.
  */
 export type ZooKeeperLockBackendOptions =
-  | { readonly client: Client }
+  | { readonly client: ZooKeeperClient }
   | {
       readonly client?: undefined;
       /** `host:port[,host:port...][/chroot]`. */
@@ -241,7 +244,7 @@ export class ZooKeeperLockBackend implements LockBackend {
 }
 
 function sessionSource(options: ZooKeeperLockBackendOptions) {
-  if (options?.client) return { client: options.client };
+  if (options?.client) return { client: asZooKeeperClient(options.client) };
   if (typeof options?.connectionString !== 'string' || options.connectionString.trim() === '') {
     throw new TypeError(
       'ZooKeeperLockBackend needs { client } (a node-zookeeper-client Client) or { connectionString: "host:port" }.',
@@ -263,4 +266,19 @@ function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
       resolve();
     });
   });
+}
+
+/** The client's methods the backend calls. */
+const CALLED = ['connect', 'close', 'getState', 'getSessionId', 'getSessionTimeout', 'create', 'remove', 'exists', 'getChildren', 'getData', 'on', 'removeListener'];
+
+/** The app's client as the node-zookeeper-client `Client` it must be; a TypeError saying what to pass otherwise. */
+function asZooKeeperClient(client: ZooKeeperClient): Client {
+  const missing = CALLED.filter((name) => typeof (client as unknown as Record<string, unknown>)[name] !== 'function');
+  if (missing.length > 0) {
+    throw new TypeError(
+      `ZooKeeperLockBackend: \`client\` must be a node-zookeeper-client Client (zookeeper.createClient('host:2181')); ` +
+        `this one has no ${missing.join(', ')}.`,
+    );
+  }
+  return client as unknown as Client;
 }

@@ -1,6 +1,6 @@
 import type { Client, Event as ZkEvent, State, Stat } from 'node-zookeeper-client';
 import { LockBackendError } from '../../errors';
-import { loadOptionalPackage } from '../shared/optional-require';
+import { loadOptionalPackage } from '../../utils/optional-package';
 import { closeOwnedClient, containSocketHandlerErrors, dropSilentConnections } from './owned-client';
 import { isZkError, ZK_ERROR } from './zookeeper-errors';
 
@@ -63,7 +63,7 @@ export class ZooKeeperSession {
         this.liveSessionId = sessionIdOf(this.client);
       }
     } else {
-      const zookeeper = loadOptionalPackage<ZooKeeperModule>('node-zookeeper-client', 'ZooKeeper');
+      const zookeeper = loadOptionalPackage<ZooKeeperModule>('node-zookeeper-client', 'The ZooKeeper backend');
       const { connectionString, sessionTimeout, spinDelay } = source;
       this.address = describeConnectionString(connectionString);
       // retries: 0, because a blind retry of a create could leave a second contender node behind.

@@ -1,4 +1,4 @@
-import { LockError } from '../errors/lock-error';
+import { LockError } from './lock-error';
 
 /**
  * A placeholder of a key template had no usable value for this request or call: missing, null, empty,

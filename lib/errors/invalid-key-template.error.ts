@@ -1,4 +1,4 @@
-import { LockError } from '../errors/lock-error';
+import { LockError } from './lock-error';
 
 /** A `@WithLock` key template is malformed. Thrown while the app starts (at decoration), never per request. */
 export class InvalidKeyTemplateError extends LockError {

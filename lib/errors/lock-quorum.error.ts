@@ -1,4 +1,4 @@
-import { LockBackendError } from '../../errors/lock-backend.error';
+import { LockBackendError } from './lock-backend.error';
 
 /** One Redis instance that did not answer usefully, and why. */
 export interface InstanceFailure {

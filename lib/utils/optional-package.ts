@@ -1,0 +1,26 @@
+import { MissingPackageError } from '../errors/missing-package.error';
+
+/**
+ * `require(packageName)` for an optional peer dependency, or a MissingPackageError naming `feature` (what needs
+ * it) and the install command. Optional peers are loaded only when the app uses what needs them, so an app
+ * using only the Redis backend never needs etcd3, and the reverse.
+ *
+ * Only the package itself being absent becomes a MissingPackageError: when it is installed but fails to load
+ * (a missing dependency of its own, a syntax error), that error is rethrown as is, since installing it again
+ * would not help.
+ */
+export function loadOptionalPackage<T>(packageName: string, feature: string): T {
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require(packageName) as T;
+  } catch (error) {
+    if (isNotFound(error, packageName)) throw new MissingPackageError(packageName, feature, { cause: error });
+    throw error;
+  }
+}
+
+/** Node's "Cannot find module 'x'" for `packageName` itself, not for something it requires. */
+function isNotFound(error: unknown, packageName: string): boolean {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'MODULE_NOT_FOUND' && String((error as Error).message).startsWith(`Cannot find module '${packageName}'`);
+}

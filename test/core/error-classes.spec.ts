@@ -1,0 +1,35 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as errors from '../../lib/errors';
+
+const ERRORS_DIR = join(__dirname, '../../lib/errors');
+const LIB_DIR = join(__dirname, '../../lib');
+
+describe('error classes', () => {
+  it('live in lib/errors, one per file, each re-exported from its index and extending LockError with its own name', () => {
+    const files = readdirSync(ERRORS_DIR).filter((file) => file.endsWith('.error.ts'));
+    const sources = files.map((file) => readFileSync(join(ERRORS_DIR, file), 'utf8'));
+    const classes = sources.map((source) => /export class (\w+)/.exec(source)?.[1]);
+    expect(classes).not.toContain(undefined);
+    sources.forEach((source, index) => expect(source).toMatch(new RegExp(`readonly name(: string)? = '${classes[index]}'`)));
+    for (const name of classes as string[]) {
+      const ErrorClass = (errors as Record<string, unknown>)[name] as abstract new (...args: never[]) => Error;
+      expect(ErrorClass).toBeDefined();
+      expect(ErrorClass.prototype).toBeInstanceOf(errors.LockError);
+    }
+    expect(classes.length).toBeGreaterThanOrEqual(11);
+  });
+
+  it('no error class is declared outside lib/errors', () => {
+    const outside = walk(LIB_DIR)
+      .filter((file) => !file.startsWith(ERRORS_DIR) && file.endsWith('.ts'))
+      .flatMap((file) => [...readFileSync(file, 'utf8').matchAll(/export class (\w+) extends (\w*Error)\b/g)].map((match) => match[1]));
+    expect(outside).toEqual([]);
+  });
+});
+
+function walk(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? walk(join(dir, entry.name)) : [join(dir, entry.name)],
+  );
+}
