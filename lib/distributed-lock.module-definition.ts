@@ -48,3 +48,8 @@ export const {
     exports: [...(definition.exports ?? []), LockInterceptor],
   }))
   .build();
+
+/** What `DistributedLockModule.forRoot()` takes: the module options plus `isGlobal` and `lockInterceptor`. */
+export type DistributedLockModuleRootOptions = typeof OPTIONS_TYPE;
+/** What `DistributedLockModule.forRootAsync()` takes: `useFactory` / `useClass` / `useExisting`, `imports`, `inject`. */
+export type DistributedLockModuleAsyncOptions = typeof ASYNC_OPTIONS_TYPE;

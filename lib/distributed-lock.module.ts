@@ -6,7 +6,7 @@ import {
   ConfigurableModuleClass,
   DISTRIBUTED_LOCK_MODULE_OPTIONS,
   DistributedLockModuleOptions,
-  OPTIONS_TYPE,
+  type DistributedLockModuleRootOptions,
 } from './distributed-lock.module-definition';
 import { LockExplorer } from './explorer/lock.explorer';
 import { LockMetadataAccessor } from './explorer/lock-metadata.accessor';
@@ -44,7 +44,7 @@ import { LockObservability } from './observability/lock-observability';
 })
 export class DistributedLockModule extends ConfigurableModuleClass {
   /** `forRoot(new RedisLockBackend({ client }))`, or `forRoot({ backend, keyPrefix, defaults, isGlobal })`. */
-  static override forRoot(backendOrOptions: LockBackend | typeof OPTIONS_TYPE = {}): DynamicModule {
+  static override forRoot(backendOrOptions: LockBackend | DistributedLockModuleRootOptions = {}): DynamicModule {
     return super.forRoot(isLockBackend(backendOrOptions) ? { backend: backendOrOptions } : backendOrOptions);
   }
 }

@@ -10,7 +10,7 @@ import { withDeadline } from './utils/deadline';
 import { jsonSafe } from './utils/json';
 import { ExtendBatcher } from './watchdog/extend-batcher';
 import { RenewalScheduler } from './watchdog/renewal-scheduler';
-import { Renewable, RENEW, VALIDITY_LEFT, Watchdog } from './watchdog/watchdog';
+import { RENEW, VALIDITY_LEFT, Watchdog } from './watchdog/watchdog';
 
 export type LockState = 'held' | 'released' | 'lost';
 
@@ -43,8 +43,9 @@ export interface LockLifecycleListener {
 /**
  * One held lock. Its watchdog renews it every `renewInterval` until `release()`; the renewals are the
  * `renewals$` stream. Losing the lock is never silent: the stream errors with LockLostError and `signal` aborts.
+ * It is also the watchdog's Renewable, structurally: those members are internal, so its declaration does not name it.
  */
-export class LockHandle implements AsyncDisposable, Renewable {
+export class LockHandle implements AsyncDisposable {
   /** The key as locked (NFC-normalised), without the service's keyPrefix. */
   readonly key: string;
   /** Random owner token. The server checks it on every extend and release. */

@@ -229,7 +229,7 @@ export class LockService {
   }
 
   /**
-   * The lock this call chain already holds that covers the request, so a nested acquisition reuses it
+   * @internal The lock this call chain already holds that covers the request, so a nested acquisition reuses it
    * instead of waiting for itself. A write/exclusive lock covers reads; a read lock cannot be upgraded
    * in place (two readers upgrading would deadlock), so that is refused with a clear error.
    */

@@ -14,7 +14,7 @@ export type LockKeys = string | readonly string[] | LockKeyFactory;
 
 /** What `@WithLock` stores, compiled once when the decorator is applied. */
 export interface WithLockMetadata {
-  /** The parsed templates, unless `factory` is set. */
+  /** @internal The parsed templates, unless `factory` is set. */
   readonly templates: readonly KeyTemplate[];
   readonly factory?: LockKeyFactory;
   readonly options: LockOptions;

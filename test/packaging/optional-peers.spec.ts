@@ -8,7 +8,9 @@ import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { Client as ZooKeeperClient } from 'node-zookeeper-client';
 import * as ts from 'typescript';
 import { EtcdLockBackend, ZooKeeperLockBackend } from '../../lib';
-import type { EtcdClient, EtcdLockBackendOptions, LockMetricsOptions, LockTracingOptions, RedisLockBackendOptions, ZooKeeperClient as OurZooKeeperClient, ZooKeeperLockBackendOptions } from '../../lib';
+import type { EtcdClient, EtcdLockBackendOptions, RedisLockBackendOptions, ZooKeeperClient as OurZooKeeperClient, ZooKeeperLockBackendOptions } from '../../lib';
+import type { LockMetricsOptions } from '../../lib/observability/lock-metrics';
+import type { LockTracingOptions } from '../../lib/observability/lock-tracing';
 
 /**
  * An app that installed none of the optional peers (ioredis, etcd3, node-zookeeper-client, @nestjs/terminus,
@@ -97,8 +99,8 @@ describe('the package without its optional peers', () => {
         redis: () => new lib.RedisLockBackend({ url: 'redis://127.0.0.1:1' }),
         etcd: () => new lib.EtcdLockBackend({ hosts: 'http://127.0.0.1:1' }),
         zookeeper: () => new lib.ZooKeeperLockBackend({ connectionString: '127.0.0.1:1' }),
-        metrics: () => lib.attachLockMetrics(locks),
-        tracing: () => lib.attachLockTracing(locks),
+        metrics: () => lib.attachLockTelemetry(locks, { traces: false }),
+        tracing: () => lib.attachLockTelemetry(locks, { metrics: false }),
         health: () => new lib.LockHealthIndicator(locks).isHealthy(),
       };
       (async () => {
