@@ -21,6 +21,13 @@ export type { EtcdLockBackendOptions } from './backends/etcd/etcd-lock.backend';
 export { ZooKeeperLockBackend } from './backends/zookeeper/zookeeper-lock.backend';
 export type { ZooKeeperLockBackendOptions } from './backends/zookeeper/zookeeper-lock.backend';
 
+// --- Leader election ---
+export { LeaderElection } from './leader-election/leader-election.service';
+export { Leadership } from './leader-election/leadership';
+export type { LeadershipEvent, LeadershipRenewedEvent, LeadershipAtRiskEvent, LeadershipJson, LeadershipState } from './leader-election/leadership';
+export type { LeaderElectionOptions, CampaignOptions } from './leader-election/leader-election.options';
+export type { LeaderInfo } from './leader-election/election-backend.interface';
+
 // --- Nest integration (module, decorators, interceptor, explorer) ---
 export { DistributedLockModule } from './distributed-lock.module';
 export { DISTRIBUTED_LOCK_MODULE_OPTIONS } from './distributed-lock.module-definition';

@@ -9,6 +9,8 @@ import { isLeaseNotFound } from './etcd-lease';
 import { EtcdLockClient, toEtcdBackendError } from './etcd-lock-client';
 import { EtcdSessions } from './etcd-sessions';
 import { asEtcdLockState, EtcdLockState, leaseSecondsFor, validUntil } from './etcd-lock-state';
+import type { ElectionBackend } from '../../leader-election/election-backend.interface';
+import { EtcdElection } from '../../leader-election/etcd/etcd-election';
 
 /**
  * Either an `Etcd3` client the application owns (we never close it), or etcd3's own options
@@ -65,6 +67,11 @@ export class EtcdLockBackend implements LockBackend {
     }
     this.etcd = new EtcdLockClient(this.client, this.address);
     this.sessions = new EtcdSessions(this.etcd, (work) => this.runInBackground(work));
+  }
+
+  /** @internal LeaderElection on this backend's client, with Go's concurrency.Election layout. */
+  createElectionBackend(): ElectionBackend {
+    return new EtcdElection(this.etcd, (work) => this.runInBackground(work));
   }
 
   tryAcquire(request: AcquireRequest): Promise<LockGrant | null> {
