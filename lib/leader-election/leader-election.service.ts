@@ -7,7 +7,7 @@ import { ClosableWaits } from '../backends/shared/closable-waits';
 import { newOwnerToken } from '../utils/owner-token';
 import { checkTtl, validateKeyPrefix, validateLockKey } from '../utils/validate';
 import { withDeadline } from '../utils/deadline';
-import { ElectionBackend, LeaderInfo, supportsElections } from './election-backend.interface';
+import { ElectionBackend, ElectionGrant, LeaderInfo, supportsElections } from './election-backend.interface';
 import { CampaignOptions, DEFAULT_ELECTION_PREFIX, DEFAULT_ELECTION_TTL, LeaderElectionOptions } from './leader-election.options';
 import { Leadership } from './leadership';
 
@@ -51,9 +51,16 @@ export class LeaderElection implements BeforeApplicationShutdown {
     if (this.closing) throw new LockServiceClosedError(election);
     const backend = this.backend();
     const signal = options.signal ?? new AbortController().signal;
-    const grant = await this.waits.run(signal, (wait) =>
-      backend.campaign({ namespace: this.keyPrefix, name: election, value, ttl: Math.ceil(ttl), token: newOwnerToken() }, wait),
-    );
+    let grant: ElectionGrant;
+    try {
+      grant = await this.waits.run(signal, (wait) =>
+        backend.campaign({ namespace: this.keyPrefix, name: election, value, ttl: Math.ceil(ttl), token: newOwnerToken() }, wait),
+      );
+    } catch (error) {
+      // The caller stopped waiting: their reason, whether the backend was waiting for its turn or for a reply.
+      if (signal.aborted) throw signal.reason;
+      throw error;
+    }
     const leadership = new Leadership({
       backend,
       name: election,

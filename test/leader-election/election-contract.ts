@@ -114,7 +114,7 @@ export function electionContract(label: string, setup: () => Promise<ElectionWor
       await leadership.resign();
       await leaderWhere(b.elections.observe(name), (leader) => leader === null);
       // The long-lived subscription saw the same story in order, without repeats.
-      await waitFor(() => seen.at(-1) === null && seen.length >= 4);
+      await waitFor(() => seen.at(-1) === null && seen.length >= 4, 10_000, () => JSON.stringify(seen, (_k, v) => (typeof v === 'bigint' ? String(v) : v)));
       subscription.unsubscribe();
       expect(seen.map((leader) => leader?.value ?? null)).toEqual([null, 'v1', 'v2', null]);
     });
@@ -168,10 +168,10 @@ export function electionContract(label: string, setup: () => Promise<ElectionWor
 }
 
 /** Polls a condition that an event already made true (the subscriber may run a tick later). */
-export async function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+export async function waitFor(condition: () => boolean, timeoutMs = 10_000, describe: () => string = () => ''): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!condition()) {
-    if (Date.now() > until) throw new Error('condition not met in time');
+    if (Date.now() > until) throw new Error(`condition not met in time ${describe()}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }

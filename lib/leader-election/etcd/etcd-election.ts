@@ -1,4 +1,4 @@
-import type { IRangeRequest, ITxnRequest, Watcher } from 'etcd3';
+import type { IKeyValue, IRangeRequest, ITxnRequest, Watcher } from 'etcd3';
 import { CLEANUP_DEADLINE_MS, EtcdAcquisition } from '../../backends/etcd/etcd-acquisition';
 import { lockPrefix } from '../../backends/etcd/etcd-key-layout';
 import { EtcdLockClient, toEtcdBackendError } from '../../backends/etcd/etcd-lock-client';
@@ -98,8 +98,9 @@ export class EtcdElection implements ElectionBackend {
   }
 
   /**
-   * Go's Observe, re-read based: read the first-created key, then watch the prefix from the revision after that
-   * read; any put or delete (or a watch that can no longer vouch for its events) triggers the next read.
+   * Go's Observe: read the first-created key, then watch the prefix from the revision after that read. Puts on
+   * the leader's key are its proclaimed values, reported in order; its deletion (or a watch that can no longer
+   * vouch for its events) triggers the next read.
    */
   watch(namespace: string, name: string, onChange: (leader: LeaderInfo | null) => void, onError: (error: unknown) => void): () => void {
     const prefix = lockPrefix(namespace, name);
@@ -115,10 +116,9 @@ export class EtcdElection implements ElectionBackend {
     const follow = async () => {
       let failures = 0;
       while (!stopper.signal.aborted) {
-        let revision: bigint;
+        let read: Awaited<ReturnType<EtcdElection['readLeader']>>;
         try {
-          const read = await this.readLeader(prefix);
-          revision = read.revision;
+          read = await this.readLeader(prefix);
           if (stopper.signal.aborted) return;
           failures = 0;
           onChange(read.leader);
@@ -131,8 +131,9 @@ export class EtcdElection implements ElectionBackend {
           await delay(Math.min(1_000, 50 * 2 ** failures), stopper.signal).catch(() => undefined);
           continue;
         }
+        const { leader, key: leaderKey } = read;
         await new Promise<void>((resolve) => {
-          const current = this.etcd.client.watch().prefix(prefix).startRevision((revision + 1n).toString()).watcher();
+          const current = this.etcd.client.watch().prefix(prefix).startRevision((read.revision + 1n).toString()).watcher();
           watcher = current;
           const next = () => {
             stopper.signal.removeEventListener('abort', next);
@@ -142,8 +143,15 @@ export class EtcdElection implements ElectionBackend {
             }
             resolve();
           };
-          current.on('put', next);
-          current.on('delete', next);
+          // A proclaim is a put on the leader's key: its value comes with the event, in order, without a read.
+          // A new contender's put matters only when nobody led; the leader's deletion means a new leader.
+          current.on('put', (kv: IKeyValue) => {
+            if (!leader) return next();
+            if (kv.key.toString('utf8') === leaderKey) onChange({ value: kv.value.toString('utf8'), term: leader.term });
+          });
+          current.on('delete', (kv: IKeyValue) => {
+            if (kv.key.toString('utf8') === leaderKey) next();
+          });
           current.on('error', next);
           current.on('disconnected', next);
           stopper.signal.addEventListener('abort', next, { once: true });
@@ -159,10 +167,11 @@ export class EtcdElection implements ElectionBackend {
     for (const attempt of this.campaigns) attempt.cancel(new Error('the election backend is closing'));
   }
 
-  private async readLeader(prefix: string): Promise<{ leader: LeaderInfo | null; revision: bigint }> {
+  private async readLeader(prefix: string): Promise<{ leader: LeaderInfo | null; key: string | undefined; revision: bigint }> {
     const response = await this.etcd.client.kv.range(firstCreatedWithValue(prefix));
     const first = response.kvs[0];
     return {
+      key: first?.key.toString('utf8'),
       leader: first ? { value: first.value.toString('utf8'), term: BigInt(first.create_revision) } : null,
       revision: BigInt(response.header.revision),
     };
