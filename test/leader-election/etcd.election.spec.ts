@@ -17,6 +17,7 @@ function etcdInstance(endpoint: string, ttl = TTL) {
 
 electionContract('etcd', async () => ({
   ttl: TTL,
+  proclaims: true,
   instance: async () => etcdInstance(sharedEtcdEndpoint()),
   close: async () => undefined,
 }));

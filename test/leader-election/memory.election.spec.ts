@@ -5,6 +5,7 @@ electionContract('memory', async () => {
   const backend = new MemoryLockBackend();
   return {
     ttl: 300,
+    proclaims: true,
     // Every instance shares the one in-process backend, as LockServices of one process would.
     instance: async () => instanceOn(backend, 300),
     close: () => backend.close(),

@@ -2,7 +2,8 @@ import type { BackendLockEvent, HeldLock, LockBackend } from '../../backends/loc
 import { delay } from '../../backends/shared/abort';
 import { AcquisitionContext, ZooKeeperAcquisition } from '../../backends/zookeeper/zookeeper-acquisition';
 import { toZooKeeperBackendError } from '../../backends/zookeeper/zookeeper-errors';
-import { asZooKeeperLockState, zxidOf } from '../../backends/zookeeper/zookeeper-lock-state';
+import { LockNotSupportedError } from '../../errors';
+import { zxidOf } from '../../backends/zookeeper/zookeeper-lock-state';
 import { lockPath, namespacePath, sortContenders } from '../../backends/zookeeper/zookeeper-node-layout';
 import type { CampaignRequest, ElectionBackend, ElectionGrant, LeaderInfo } from '../election-backend.interface';
 
@@ -15,7 +16,7 @@ const MAX_OBSERVE_FAILURES = 10;
  * Elections in the layout of Curator's LeaderLatch: each participant is an ephemeral sequential node
  * `<latch path>/_c_<uuid>-latch-<10-digit sequence>` whose data is its id (our proposal), and the node that sorts
  * first by sequence leads. So `new LeaderLatch(client, "/elections/web", id)` and campaign('web') take turns,
- * and each sees the other's id as the leader's value. The queue is ZooKeeperAcquisition's (watch only the
+ * and each sees the other's id as the leader's value. The value is fixed per campaign (see proclaim). The queue is ZooKeeperAcquisition's (watch only the
  * predecessor, find our node by its protected name after a lost reply).
  *
  * The term is the leader node's creation zxid, not its sequence number: the sequence restarts at 0 when the
@@ -53,15 +54,17 @@ export class ZooKeeperElection implements ElectionBackend {
     return this.backend.extend(grant.state as HeldLock, ttl);
   }
 
-  /** Sets our node's data. Its name carries our token, so no other participant's node can be written. */
-  async proclaim(grant: ElectionGrant, value: string): Promise<boolean> {
-    const { nodePath, sessionId } = asZooKeeperLockState((grant.state as HeldLock).state);
-    if (sessionId !== this.ctx.session.sessionId) return false;
-    try {
-      return await this.ctx.session.setData(nodePath, Buffer.from(value, 'utf8'));
-    } catch (error) {
-      throw toZooKeeperBackendError(this.address, 'election proclaim', error);
-    }
+  /**
+   * Refused: Curator's LeaderLatch watches its predecessor with getData and acts only on NodeDeleted, so a data
+   * change on our node would use up a Java follower's one-shot watch and leave it waiting forever after we resign.
+   * The value is fixed per campaign, as a LeaderLatch id is: resign and campaign again to publish another.
+   */
+  async proclaim(): Promise<boolean> {
+    throw new LockNotSupportedError(
+      'zookeeper',
+      'proclaim() on a leader election',
+      "a Curator LeaderLatch follower stops watching when its predecessor's data changes. Resign and campaign again with the new value.",
+    );
   }
 
   resign(grant: ElectionGrant): Promise<boolean> {
