@@ -85,14 +85,20 @@ export class LeaderElection implements BeforeApplicationShutdown {
    */
   observe(name: string): Observable<LeaderInfo | null> {
     const election = validateLockKey(name);
-    return new Observable<LeaderInfo | null>((subscriber) =>
-      this.backend().watch(
+    return new Observable<LeaderInfo | null>((subscriber) => {
+      let backend: ElectionBackend;
+      try {
+        backend = this.backend();
+      } catch (error) {
+        return subscriber.error(error);
+      }
+      return backend.watch(
         this.keyPrefix,
         election,
         (leader) => subscriber.next(leader),
         (error) => subscriber.error(error),
-      ),
-    ).pipe(distinctUntilChanged((a, b) => a?.term === b?.term && a?.value === b?.value));
+      );
+    }).pipe(distinctUntilChanged((a, b) => a?.term === b?.term && a?.value === b?.value));
   }
 
   /** One read of who leads `name` now. */
