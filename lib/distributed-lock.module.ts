@@ -14,6 +14,7 @@ import { LockService } from './lock.service';
 import { LockHealthIndicator } from './health/lock-health.indicator';
 import { LockObservability } from './observability/lock-observability';
 import { LeaderElection } from './leader-election/leader-election.service';
+import { LeaderHealthIndicator } from './health/leader-health.indicator';
 
 /**
  * Provides LockService and the backend (token `LockBackend`), and locks `@WithLock` provider methods.
@@ -46,8 +47,9 @@ import { LeaderElection } from './leader-election/leader-election.service';
         new LeaderElection(locks, { ...elections, operationTimeout: elections?.operationTimeout ?? operationTimeout }),
       inject: [LockService, DISTRIBUTED_LOCK_MODULE_OPTIONS],
     },
+    LeaderHealthIndicator,
   ],
-  exports: [LockService, LockBackend, LockHealthIndicator, LeaderElection],
+  exports: [LockService, LockBackend, LockHealthIndicator, LeaderElection, LeaderHealthIndicator],
 })
 export class DistributedLockModule extends ConfigurableModuleClass {
   /** `forRoot(new RedisLockBackend({ client }))`, or `forRoot({ backend, keyPrefix, defaults, isGlobal })`. */

@@ -27,6 +27,8 @@ export { Leadership } from './leader-election/leadership';
 export type { LeadershipEvent, LeadershipRenewedEvent, LeadershipAtRiskEvent, LeadershipJson, LeadershipState } from './leader-election/leadership';
 export type { LeaderElectionOptions, CampaignOptions } from './leader-election/leader-election.options';
 export type { LeaderInfo } from './leader-election/election-backend.interface';
+export { LeaderHealthIndicator } from './health/leader-health.indicator';
+export type { LeaderHealthCheckOptions, LeaderHealthDetails, LeaderHealthResult } from './health/leader-health.indicator';
 
 // --- Nest integration (module, decorators, interceptor, explorer) ---
 export { DistributedLockModule } from './distributed-lock.module';
