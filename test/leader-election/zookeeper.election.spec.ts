@@ -111,6 +111,30 @@ describe('ZooKeeper elections interoperate with Curator\'s LeaderLatch', () => {
   });
 });
 
+describe('ZooKeeper observers', () => {
+  it('leave no node behind on a name nobody campaigns in, and see the first leader once the latch path appears', async () => {
+    const ours = zookeeperInstance();
+    const admin = await AdminClient.connect(server.connectionString);
+    try {
+      const name = uniqueName('observed-only');
+      await leaderWhere(ours.elections.observe(name), (leader) => leader === null);
+      expect(await admin.stat(lockPath('elections', name))).toBeNull();
+      const seen = leaderWhere(ours.elections.observe(name), (leader) => leader?.value === 'late');
+      const other = zookeeperInstance();
+      try {
+        const leadership = await other.elections.campaign(name, { value: 'late' });
+        expect((await seen)?.term).toBe(leadership.term);
+        await leadership.resign();
+      } finally {
+        await other.close();
+      }
+    } finally {
+      admin.close();
+      await ours.close();
+    }
+  });
+});
+
 describe('ZooKeeper leadership loss', () => {
   it('reports at-risk then lost, and aborts the signal, when the session expires behind a suspended server', async () => {
     const ours = zookeeperInstance(2_000);

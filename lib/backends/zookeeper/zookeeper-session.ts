@@ -186,6 +186,11 @@ export class ZooKeeperSession {
     }
   }
 
+  /** The node's Stat or null, leaving a one-shot watch either way: on a missing node it fires when it is created. */
+  watchExists(path: string, watcher: (event: ZkEvent) => void): Promise<Stat | null> {
+    return this.call<Stat | null>((client, done) => client.exists(path, watcher, done));
+  }
+
   /** Fails every outstanding call, stops listening, and closes the client if we created it. Idempotent. */
   close(): Promise<void> {
     this.closing ??= this.shutDown();

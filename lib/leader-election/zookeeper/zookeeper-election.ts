@@ -4,7 +4,7 @@ import { AcquisitionContext, ZooKeeperAcquisition } from '../../backends/zookeep
 import { toZooKeeperBackendError } from '../../backends/zookeeper/zookeeper-errors';
 import { LockNotSupportedError } from '../../errors';
 import { zxidOf } from '../../backends/zookeeper/zookeeper-lock-state';
-import { lockPath, namespacePath, sortContenders } from '../../backends/zookeeper/zookeeper-node-layout';
+import { lockPath, sortContenders } from '../../backends/zookeeper/zookeeper-node-layout';
 import type { CampaignRequest, ElectionBackend, ElectionGrant, LeaderInfo } from '../election-backend.interface';
 
 /** Curator LeaderLatch's node name (LeaderLatch.LOCK_NAME), after its protected `_c_<uuid>-` prefix. */
@@ -102,11 +102,9 @@ export class ZooKeeperElection implements ElectionBackend {
           if (stopper.signal.aborted) return;
           failures = 0;
           onChange(leader === undefined ? null : leader);
-          // No latch path yet: create it (as LeaderLatch does) so that a watch can see participants arrive.
-          if (leader === undefined) {
-            await Promise.all([this.ctx.session.ensurePersistent(namespacePath(namespace)), this.ctx.session.ensurePersistent(parent)]);
-            continue;
-          }
+          // No latch path yet: watch for its creation rather than create it, so that observing a name leaves no
+          // node behind. Created in the meantime: read again at once.
+          if (leader === undefined && (await this.ctx.session.watchExists(parent, fire)) !== null) continue;
         } catch (error) {
           if (stopper.signal.aborted) return;
           if (++failures >= MAX_OBSERVE_FAILURES) {
