@@ -15,6 +15,7 @@ import { LockHealthIndicator } from './health/lock-health.indicator';
 import { LockObservability } from './observability/lock-observability';
 import { LeaderElection } from './leader-election/leader-election.service';
 import { LeaderHealthIndicator } from './health/leader-health.indicator';
+import { LeaderExplorer } from './leader-election/leader.explorer';
 
 /**
  * Provides LockService and the backend (token `LockBackend`), and locks `@WithLock` provider methods.
@@ -48,6 +49,7 @@ import { LeaderHealthIndicator } from './health/leader-health.indicator';
       inject: [LockService, DISTRIBUTED_LOCK_MODULE_OPTIONS],
     },
     LeaderHealthIndicator,
+    LeaderExplorer,
   ],
   exports: [LockService, LockBackend, LockHealthIndicator, LeaderElection, LeaderHealthIndicator],
 })

@@ -27,6 +27,9 @@ export { Leadership } from './leader-election/leadership';
 export type { LeadershipEvent, LeadershipRenewedEvent, LeadershipAtRiskEvent, LeadershipJson, LeadershipState } from './leader-election/leadership';
 export type { LeaderElectionOptions, CampaignOptions } from './leader-election/leader-election.options';
 export type { LeaderInfo } from './leader-election/election-backend.interface';
+export { OnLeader } from './leader-election/on-leader.decorator';
+export type { OnLeaderMetadata } from './leader-election/on-leader.decorator';
+export { ON_LEADER_METADATA } from './distributed-lock.constants';
 export { LeaderHealthIndicator } from './health/leader-health.indicator';
 export type { LeaderHealthCheckOptions, LeaderHealthDetails, LeaderHealthResult } from './health/leader-health.indicator';
 
