@@ -3,3 +3,6 @@ export const WITH_LOCK_METADATA = 'DISTRIBUTED_LOCK:WITH_LOCK';
 
 /** Nest Logger context for everything this module logs. */
 export const LOGGER_CONTEXT = 'DistributedLock';
+
+/** Metadata set by `@OnLeader()` on a provider method. */
+export const ON_LEADER_METADATA = 'DISTRIBUTED_LOCK:ON_LEADER';

@@ -4,11 +4,14 @@ import { LockService } from './lock.service';
 import type { LockBackend } from './backends/lock-backend.interface';
 import type { LockServiceOptions } from './lock-options';
 import type { LockObservabilityOptions } from './observability/lock-observability';
+import type { LeaderElectionOptions } from './leader-election/leader-election.options';
 
 /** Options of `DistributedLockModule.forRoot()` / what `forRootAsync()` factories return. */
 export interface DistributedLockModuleOptions extends LockServiceOptions, LockObservabilityOptions {
   /** Where locks live. Default: a new in-process MemoryLockBackend (one process only; for development and tests). */
   backend?: LockBackend;
+  /** LeaderElection's keyPrefix and ttl. */
+  elections?: LeaderElectionOptions;
 }
 
 /** Options of `forRoot()` and `forRootAsync()` that shape the module itself, so they cannot come from a factory. */

@@ -13,6 +13,9 @@ import { LockMetadataAccessor } from './explorer/lock-metadata.accessor';
 import { LockService } from './lock.service';
 import { LockHealthIndicator } from './health/lock-health.indicator';
 import { LockObservability } from './observability/lock-observability';
+import { LeaderElection } from './leader-election/leader-election.service';
+import { LeaderHealthIndicator } from './health/leader-health.indicator';
+import { LeaderExplorer } from './leader-election/leader.explorer';
 
 /**
  * Provides LockService and the backend (token `LockBackend`), and locks `@WithLock` provider methods.
@@ -31,7 +34,7 @@ import { LockObservability } from './observability/lock-observability';
       provide: LockService,
       useFactory: (
         backend: LockBackend,
-        { backend: _given, telemetry: _telemetry, logging: _logging, ...options }: DistributedLockModuleOptions,
+        { backend: _given, telemetry: _telemetry, logging: _logging, elections: _elections, ...options }: DistributedLockModuleOptions,
       ) => new LockService(backend, options),
       inject: [LockBackend, DISTRIBUTED_LOCK_MODULE_OPTIONS],
     },
@@ -39,8 +42,16 @@ import { LockObservability } from './observability/lock-observability';
     LockExplorer,
     LockObservability,
     LockHealthIndicator,
+    {
+      provide: LeaderElection,
+      useFactory: (locks: LockService, { elections, operationTimeout }: DistributedLockModuleOptions) =>
+        new LeaderElection(locks, { ...elections, operationTimeout: elections?.operationTimeout ?? operationTimeout }),
+      inject: [LockService, DISTRIBUTED_LOCK_MODULE_OPTIONS],
+    },
+    LeaderHealthIndicator,
+    LeaderExplorer,
   ],
-  exports: [LockService, LockBackend, LockHealthIndicator],
+  exports: [LockService, LockBackend, LockHealthIndicator, LeaderElection, LeaderHealthIndicator],
 })
 export class DistributedLockModule extends ConfigurableModuleClass {
   /** `forRoot(new RedisLockBackend({ client }))`, or `forRoot({ backend, keyPrefix, defaults, isGlobal })`. */

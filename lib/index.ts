@@ -66,6 +66,22 @@ export type { EtcdLockBackendOptions, EtcdClient, EtcdConnectionOptions } from '
 export { ZooKeeperLockBackend } from './backends/zookeeper/zookeeper-lock.backend';
 export type { ZooKeeperLockBackendOptions, ZooKeeperClient } from './backends/zookeeper/zookeeper-lock.backend';
 
+// --- Leader election ---
+export { LeaderElection } from './leader-election/leader-election.service';
+export { Leadership } from './leader-election/leadership';
+export type {
+  LeadershipEvent,
+  LeadershipRenewedEvent,
+  LeadershipAtRiskEvent,
+  LeadershipJson,
+  LeadershipState,
+} from './leader-election/leadership';
+export type { LeaderElectionOptions, CampaignOptions } from './leader-election/leader-election.options';
+export type { LeaderInfo } from './leader-election/election-backend.interface';
+export { OnLeader } from './leader-election/on-leader.decorator';
+export { LeaderHealthIndicator } from './health/leader-health.indicator';
+export type { LeaderHealthCheckOptions, LeaderHealthDetails, LeaderHealthResult } from './health/leader-health.indicator';
+
 // --- Nest integration ---
 export { DistributedLockModule } from './distributed-lock.module';
 export type {
@@ -90,6 +106,7 @@ export type { LockTracingOptions } from './observability/lock-tracing';
 export type { LockObservabilityOptions } from './observability/lock-observability';
 export type { OpenTelemetryMeterProvider, OpenTelemetryTracerProvider } from './observability/opentelemetry-providers';
 export { attachLockLogger } from './observability/lock-logger';
+export type { HealthResult } from './health/health-result';
 export { LockHealthIndicator } from './health/lock-health.indicator';
 export type { LockHealthCheckOptions, LockHealthDetails, LockHealthResult } from './health/lock-health.indicator';
 export { DistributedLockAdminModule } from './admin/lock-admin.module';

@@ -1,11 +1,11 @@
 import { Injectable, Optional } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import type { HealthIndicatorService } from '@nestjs/terminus';
 import { LockService } from '../lock.service';
 import { describeError } from '../observability/redact';
 import { monotonicNow } from '../utils/clock';
 import { withDeadline } from '../utils/deadline';
-import { loadTerminus, type Terminus } from './terminus';
+import type { HealthResult } from './health-result';
+import { loadTerminus, TerminusResults } from './terminus';
 
 /** The key the probe asks about. Only read (isLocked), never locked. */
 export const HEALTH_PROBE_KEY = '__health__';
@@ -29,11 +29,7 @@ export type LockHealthDetails = {
   message?: string;
 };
 
-/**
- * terminus' `HealthIndicatorResult<Key, 'up' | 'down', LockHealthDetails>`, spelled out so that our type
- * declarations need no @nestjs/terminus in an app without health checks. terminus accepts it as its own.
- */
-export type LockHealthResult<Key extends string = 'lock'> = Record<Key, { status: 'up' | 'down' } & LockHealthDetails>;
+export type LockHealthResult<Key extends string = 'lock'> = HealthResult<Key, LockHealthDetails>;
 
 /**
  * A `@nestjs/terminus` health indicator for the lock backend: one cheap read (`isLocked('__health__')`) with a
@@ -46,18 +42,20 @@ export type LockHealthResult<Key extends string = 'lock'> = Record<Key, { status
  */
 @Injectable()
 export class LockHealthIndicator {
-  private indicators?: HealthIndicatorService;
+  private readonly results: TerminusResults;
 
   constructor(
     private readonly locks: LockService,
-    @Optional() private readonly moduleRef?: ModuleRef,
-  ) {}
+    @Optional() moduleRef?: ModuleRef,
+  ) {
+    this.results = new TerminusResults(moduleRef);
+  }
 
   async isHealthy<const Key extends string = 'lock'>(
     key: Key = 'lock' as Key,
     options: LockHealthCheckOptions = {},
   ): Promise<LockHealthResult<Key>> {
-    const terminus = loadTerminus();
+    loadTerminus();
     const timeout = options.timeout ?? DEFAULT_TIMEOUT_MS;
     const base = { backend: this.locks.backend.kind, address: this.locks.backend.address };
     const started = monotonicNow();
@@ -65,39 +63,8 @@ export class LockHealthIndicator {
     try {
       await withDeadline(this.locks.isLocked(HEALTH_PROBE_KEY), timeout, () => new Error(`no reply within ${timeout} ms`));
     } catch (error) {
-      return this.down(terminus, key, { ...base, latencyMs: latencyMs(), message: describeError(error) });
+      return this.results.down(key, { ...base, latencyMs: latencyMs(), message: describeError(error) }) as LockHealthResult<Key>;
     }
-    return this.up(terminus, key, { ...base, latencyMs: latencyMs() });
-  }
-
-  private up<Key extends string>(terminus: Terminus, key: Key, details: LockHealthDetails): LockHealthResult<Key> {
-    const indicators = this.indicatorService(terminus);
-    if (indicators) return indicators.check(key).up(details) as LockHealthResult<Key>;
-    return { [key]: { status: 'up', ...details } } as LockHealthResult<Key>;
-  }
-
-  private down<Key extends string>(terminus: Terminus, key: Key, details: LockHealthDetails): LockHealthResult<Key> {
-    const indicators = this.indicatorService(terminus);
-    if (indicators) return indicators.check(key).down(details) as LockHealthResult<Key>;
-    // Terminus 10 has no HealthIndicatorService: a down result is thrown as a HealthCheckError there.
-    throw new terminus.HealthCheckError(`${key} is down`, { [key]: { status: 'down', ...details } });
-  }
-
-  /**
-   * Terminus 11's HealthIndicatorService: the app's instance when TerminusModule is loaded, else our own (it is
-   * stateless). Undefined on terminus 10.
-   */
-  private indicatorService(terminus: Terminus): HealthIndicatorService | undefined {
-    const Service = terminus.HealthIndicatorService as typeof terminus.HealthIndicatorService | undefined;
-    if (!Service) return undefined;
-    if (!this.indicators) {
-      try {
-        this.indicators = this.moduleRef?.get(Service, { strict: false });
-      } catch {
-        // TerminusModule is not imported anywhere: the helper needs no dependencies, build it here.
-      }
-      this.indicators ??= new Service();
-    }
-    return this.indicators;
+    return this.results.up(key, { ...base, latencyMs: latencyMs() }) as LockHealthResult<Key>;
   }
 }

@@ -72,6 +72,8 @@ export class EtcdAcquisition {
     /** Registers clean-up work with the backend, so close() can wait for it. */
     private readonly track: (work: Promise<unknown>) => void,
     userSignal?: AbortSignal,
+    /** The contender key's value, when it is not ours to choose (a leader election's proposal). */
+    private readonly value?: string,
   ) {
     this.rules = queueRulesFor(request);
     const forward = () => this.controller.abort(userSignal!.reason);
@@ -143,7 +145,7 @@ export class EtcdAcquisition {
       this.startKeepalive(waiting);
       const key = this.rules.keyFor(granted.id);
       try {
-        const queued = await this.server(this.etcd.enqueue(this.rules, key, contenderValue(this.request), granted.id));
+        const queued = await this.server(this.etcd.enqueue(this.rules, key, this.value ?? contenderValue(this.request), granted.id));
         return Object.assign(waiting, { key, createRevision: queued.createRevision, holds: queued.holds });
       } catch (error) {
         this.stopKeepalive();

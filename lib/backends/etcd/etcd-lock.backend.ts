@@ -10,6 +10,8 @@ import { isLeaseNotFound } from './etcd-lease';
 import { EtcdLockClient, toEtcdBackendError } from './etcd-lock-client';
 import { EtcdSessions } from './etcd-sessions';
 import { asEtcdLockState, EtcdLockState, leaseSecondsFor, validUntil } from './etcd-lock-state';
+import type { ElectionBackend } from '../../leader-election/election-backend.interface';
+import { EtcdElection } from '../../leader-election/etcd/etcd-election';
 
 export type { EtcdClient, EtcdConnectionOptions } from './etcd-client';
 
@@ -69,6 +71,11 @@ export class EtcdLockBackend implements LockBackend {
     }
     this.etcd = new EtcdLockClient(this.client, this.address);
     this.sessions = new EtcdSessions(this.etcd, (work) => this.runInBackground(work));
+  }
+
+  /** @internal LeaderElection on this backend's client, with Go's concurrency.Election layout. */
+  createElectionBackend(): ElectionBackend {
+    return new EtcdElection(this.etcd, (work) => this.runInBackground(work));
   }
 
   tryAcquire(request: AcquireRequest): Promise<LockGrant | null> {

@@ -1,4 +1,6 @@
 import type { AcquireRequest, BackendInspection, HeldLock, LockBackend, LockGrant } from '../lock-backend.interface';
+import type { ElectionBackend } from '../../leader-election/election-backend.interface';
+import { MemoryElection } from '../../leader-election/memory/memory-election';
 import { LockBackendError } from '../../errors';
 import { monotonicNow } from '../../utils/clock';
 import { Holders } from './holders';
@@ -44,6 +46,11 @@ export class MemoryLockBackend implements LockBackend {
   /** One counter for all keys: strictly increasing per key, and no per-key state left behind after release. */
   private lastFencingToken = 0n;
   private closed = false;
+
+  /** @internal LeaderElection in this process; every view of this backend sees the same elections. */
+  createElectionBackend(): ElectionBackend {
+    return new MemoryElection(this);
+  }
 
   async tryAcquire(request: AcquireRequest): Promise<LockGrant | null> {
     this.assertOpen('tryAcquire');

@@ -1,3 +1,5 @@
+import type { ElectionBackend } from '../../leader-election/election-backend.interface';
+import { RedisElection } from '../../leader-election/redis/redis-election';
 import { LockBackendError } from '../../errors/lock-backend.error';
 import { LockError } from '../../errors/lock-error';
 import type { AcquireRequest, BackendInspection, HeldLock, InspectedEntry, LockBackend, LockGrant } from '../lock-backend.interface';
@@ -153,6 +155,11 @@ export class RedisLockBackend implements LockBackend {
       );
     }
     this.address = describeClient(this.client);
+  }
+
+  /** @internal LeaderElection on this backend's client and shared subscriber connection. */
+  createElectionBackend(): ElectionBackend {
+    return new RedisElection(this.client, this.address, () => this.sharedSubscriber(), this.recheckInterval);
   }
 
   async tryAcquire(given: AcquireRequest): Promise<LockGrant | null> {

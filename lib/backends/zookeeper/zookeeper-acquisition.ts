@@ -6,7 +6,7 @@ import { delay, raceAbort } from '../shared/abort';
 import type { OwnNodeWatches } from './own-node-watches';
 import { isConnectionLoss, isSessionExpired, isZkError, toZooKeeperBackendError, ZK_ERROR } from './zookeeper-errors';
 import { ZooKeeperLockState, validUntil, zxidOf } from './zookeeper-lock-state';
-import { ALL_MARKERS, contenderPrefix, excludesReaders, findOwnNode, lockPath, namespacePath, sortContenders } from './zookeeper-node-layout';
+import { ALL_MARKERS, contenderPrefix, excludesReaders, findOwnNode, lockPath, namespacePath, protectedPrefix, sortContenders } from './zookeeper-node-layout';
 import { CREATE_MODE, hex, ZooKeeperSession } from './zookeeper-session';
 
 /** Upper bound of the pause before a retry when the server keeps failing, so nothing spins. */
@@ -26,6 +26,15 @@ export interface AcquisitionContext {
   readonly nodeData: Buffer;
   /** Registers clean-up work with the backend, so close() can wait for it. */
   track(work: Promise<unknown>): void;
+}
+
+/**
+ * Another Curator recipe on the same queue skeleton (LeaderLatch: marker `latch-`, the participant id as data).
+ * Its nodes sort among themselves by the text after `marker`; the first one is granted.
+ */
+export interface ContenderRecipe {
+  readonly marker: string;
+  readonly nodeData: Buffer;
 }
 
 /** Our node in the queue. */
@@ -82,9 +91,10 @@ export class ZooKeeperAcquisition {
     private readonly request: AcquireRequest,
     private readonly operation: 'acquire' | 'tryAcquire',
     userSignal?: AbortSignal,
+    private readonly recipe?: ContenderRecipe,
   ) {
     this.parent = lockPath(request.namespace, request.key);
-    this.prefix = contenderPrefix(request.token, request.mode);
+    this.prefix = recipe ? `${protectedPrefix(request.token)}${recipe.marker}` : contenderPrefix(request.token, request.mode);
     const forward = () => this.controller.abort(userSignal!.reason);
     if (userSignal?.aborted) forward();
     else userSignal?.addEventListener('abort', forward, { once: true });
@@ -158,7 +168,7 @@ export class ZooKeeperAcquisition {
         this.mayOwnNode = true;
         // After a NO_NODE, the lock path goes out in the same pipeline, ahead of our node: one round trip.
         const parents = parentAttempts > 0 ? this.createLockPath() : Promise.resolve();
-        const created = session.create(`${this.parent}/${this.prefix}`, this.ctx.nodeData, CREATE_MODE.EPHEMERAL_SEQUENTIAL);
+        const created = session.create(`${this.parent}/${this.prefix}`, this.recipe?.nodeData ?? this.ctx.nodeData, CREATE_MODE.EPHEMERAL_SEQUENTIAL);
         path = await this.server(Promise.all([parents, created]).then(([, node]) => node));
       } catch (error) {
         if (isZkError(error, ZK_ERROR.NO_NODE) && ++parentAttempts <= MAX_PARENT_ATTEMPTS) continue;
@@ -257,7 +267,7 @@ export class ZooKeeperAcquisition {
     const confirmedAt = monotonicNow();
     const children = await this.server(this.ctx.session.getChildren(this.parent));
     if (children === null) return { kind: 'gone' };
-    const sorted = sortContenders(children, ALL_MARKERS);
+    const sorted = sortContenders(children, this.recipe ? [this.recipe.marker] : ALL_MARKERS);
     const index = sorted.indexOf(contender.name);
     if (index < 0) return { kind: 'gone' };
     if (this.request.mode === 'read') {

@@ -1,4 +1,6 @@
 import type { Client } from 'node-zookeeper-client';
+import type { ElectionBackend } from '../../leader-election/election-backend.interface';
+import { ZooKeeperElection } from '../../leader-election/zookeeper/zookeeper-election';
 import type { AcquireRequest, BackendLockEvent, HeldLock, LockBackend, LockGrant } from '../lock-backend.interface';
 import { LockBackendError } from '../../errors';
 import { monotonicNow } from '../../utils/clock';
@@ -86,6 +88,11 @@ export class ZooKeeperLockBackend implements LockBackend {
   /** The session timeout the server granted (before the first connection: the one requested), ms. */
   get sessionTimeout(): number {
     return this.session.sessionTimeout;
+  }
+
+  /** @internal LeaderElection with Curator's LeaderLatch layout, on this backend's session. */
+  createElectionBackend(): ElectionBackend {
+    return new ZooKeeperElection(this, this.context);
   }
 
   tryAcquire(request: AcquireRequest): Promise<LockGrant | null> {

@@ -151,6 +151,46 @@ export class ZooKeeperSession {
     }
   }
 
+  /** The node's data and Stat, leaving a one-shot watch when `watcher` is given; null when it does not exist. */
+  async getData(path: string, watcher?: (event: ZkEvent) => void): Promise<{ data: Buffer; stat: Stat } | null> {
+    try {
+      return await this.call<{ data: Buffer; stat: Stat }>((client, done) => {
+        const callback = (error: unknown, data: Buffer | undefined, stat: Stat) => done(error, { data: data ?? Buffer.alloc(0), stat });
+        if (watcher) client.getData(path, watcher, callback);
+        else client.getData(path, callback);
+      });
+    } catch (error) {
+      if (isZkError(error, ZK_ERROR.NO_NODE)) return null;
+      throw error;
+    }
+  }
+
+  /** Replaces the node's data (any version); resolves false when the node does not exist. */
+  async setData(path: string, data: Buffer): Promise<boolean> {
+    try {
+      await this.call<Stat>((client, done) => client.setData(path, data, -1, done));
+      return true;
+    } catch (error) {
+      if (isZkError(error, ZK_ERROR.NO_NODE)) return false;
+      throw error;
+    }
+  }
+
+  /** The children's names (unsorted) and a one-shot watch on the list, or null (no watch) when the node is gone. */
+  async watchChildren(path: string, watcher: (event: ZkEvent) => void): Promise<string[] | null> {
+    try {
+      return await this.call<string[]>((client, done) => client.getChildren(path, watcher, done));
+    } catch (error) {
+      if (isZkError(error, ZK_ERROR.NO_NODE)) return null;
+      throw error;
+    }
+  }
+
+  /** The node's Stat or null, leaving a one-shot watch either way: on a missing node it fires when it is created. */
+  watchExists(path: string, watcher: (event: ZkEvent) => void): Promise<Stat | null> {
+    return this.call<Stat | null>((client, done) => client.exists(path, watcher, done));
+  }
+
   /** Fails every outstanding call, stops listening, and closes the client if we created it. Idempotent. */
   close(): Promise<void> {
     this.closing ??= this.shutDown();

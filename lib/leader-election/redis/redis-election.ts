@@ -1,0 +1,167 @@
+import { LockBackendError, LockError } from '../../errors';
+import { delay, raceAbort } from '../../backends/shared/abort';
+import type { ChannelSubscriber, ChannelSubscription } from '../../backends/redis/channel-subscriber';
+import type { RedisLockClient } from '../../backends/redis/redis-client';
+import { encodeKeyPart } from '../../backends/redis/redis-keys';
+import { validityEnd } from '../../backends/redis/validity';
+import { monotonicNow } from '../../utils/clock';
+import type { CampaignRequest, ElectionBackend, ElectionGrant, LeaderInfo } from '../election-backend.interface';
+import { CAMPAIGN_SCRIPT, PROCLAIM_SCRIPT, READ_LEADER_SCRIPT, RENEW_LEADER_SCRIPT, RESIGN_SCRIPT } from './election-scripts.lua';
+
+/** The term counter outlives the last leader by this much (the clock floor keeps terms rising after it expired). */
+const FENCE_GRACE_MS = 60_000;
+
+interface RedisElectionKeys {
+  readonly leader: string;
+  readonly fence: string;
+  readonly channel: string;
+}
+
+interface RedisGrantState {
+  readonly keys: RedisElectionKeys;
+  readonly token: string;
+}
+
+function electionKeys(namespace: string, name: string): RedisElectionKeys {
+  const base = `${namespace}:{${encodeKeyPart(name)}}`;
+  return { leader: `${base}:leader`, fence: `${base}:fence`, channel: `${base}:changed` };
+}
+
+/**
+ * Elections on one Redis server (or Cluster): one leader hash per name with a PX the leader's watchdog renews, a
+ * term from the lock's fencing rule (counter with the server clock as floor), and a channel that announces every
+ * change. Waiting contenders are not queued (like the Redis lock without fifo): each retries when the channel
+ * says the leader changed, and at the latest when the leader's ttl runs out or the re-check interval passes,
+ * since a pub/sub message can be lost on a reconnect.
+ */
+export class RedisElection implements ElectionBackend {
+  readonly kind = 'redis';
+
+  constructor(
+    private readonly client: RedisLockClient,
+    readonly address: string,
+    /** The lock backend's one shared subscriber connection. */
+    private readonly subscriber: () => ChannelSubscriber,
+    private readonly recheckInterval: number,
+  ) {}
+
+  async campaign(request: CampaignRequest, signal: AbortSignal): Promise<ElectionGrant> {
+    const keys = electionKeys(request.namespace, request.name);
+    let subscription: ChannelSubscription | undefined;
+    let wake: (() => void) | undefined;
+    try {
+      for (;;) {
+        if (signal.aborted) throw signal.reason;
+        const startedAt = monotonicNow();
+        const attempt = CAMPAIGN_SCRIPT.run(this.client, [keys.leader, keys.fence, keys.channel], [request.token, request.value, request.ttl, request.ttl + FENCE_GRACE_MS]);
+        // ioredis queues commands while offline without limit: the caller's signal bounds the wait for a reply.
+        const reply = await raceAbort(this.call('campaign', attempt), signal, () => signal.reason);
+        const [granted, detail] = reply as [number, string | number];
+        if (granted === 1) {
+          const state: RedisGrantState = { keys, token: request.token };
+          return { term: BigInt(detail), validUntil: validityEnd(startedAt, request.ttl), state };
+        }
+        // Subscribe before the next attempt, so a resign between that attempt and our wait cannot be missed.
+        if (!subscription) {
+          subscription = this.subscriber().subscribe(keys.channel, () => wake?.());
+          await raceAbort(subscription.ready, signal, () => signal.reason);
+          continue;
+        }
+        const leaderLeft = Number(detail);
+        const wait = leaderLeft > 0 ? Math.min(leaderLeft + 1, this.recheckInterval) : this.recheckInterval;
+        const woken = new Promise<void>((resolve) => (wake = resolve));
+        await Promise.race([delay(wait, signal), woken]);
+        if (signal.aborted) throw signal.reason;
+      }
+    } catch (error) {
+      // A campaign call may have been granted after the abort: resign it in the background.
+      if (signal.aborted) void RESIGN_SCRIPT.run(this.client, [keys.leader, keys.channel], [request.token]).catch(() => undefined);
+      throw error;
+    } finally {
+      subscription?.unsubscribe();
+    }
+  }
+
+  async renew(grant: ElectionGrant, ttl: number): Promise<number | null> {
+    const { keys, token } = grant.state as RedisGrantState;
+    const startedAt = monotonicNow();
+    const renewed = await this.call('renew', RENEW_LEADER_SCRIPT.run(this.client, [keys.leader, keys.fence], [token, ttl, ttl + FENCE_GRACE_MS]));
+    return renewed === 1 ? validityEnd(startedAt, ttl) : null;
+  }
+
+  async proclaim(grant: ElectionGrant, value: string): Promise<boolean> {
+    const { keys, token } = grant.state as RedisGrantState;
+    return (await this.call('proclaim', PROCLAIM_SCRIPT.run(this.client, [keys.leader, keys.channel], [token, value]))) === 1;
+  }
+
+  async resign(grant: ElectionGrant): Promise<boolean> {
+    const { keys, token } = grant.state as RedisGrantState;
+    return (await this.call('resign', RESIGN_SCRIPT.run(this.client, [keys.leader, keys.channel], [token]))) === 1;
+  }
+
+  async leader(namespace: string, name: string): Promise<LeaderInfo | null> {
+    return (await this.readLeader(electionKeys(namespace, name))).leader;
+  }
+
+  /** Re-reads on every message of the election's channel, and when the leader's ttl runs out (no message then). */
+  watch(namespace: string, name: string, onChange: (leader: LeaderInfo | null) => void, onError: (error: unknown) => void): () => void {
+    const keys = electionKeys(namespace, name);
+    const stopper = new AbortController();
+    let wake: (() => void) | undefined;
+    let subscription: ChannelSubscription | undefined;
+    const stop = () => {
+      stopper.abort();
+      subscription?.unsubscribe();
+    };
+    const follow = async () => {
+      let failures = 0;
+      try {
+        subscription = this.subscriber().subscribe(keys.channel, () => wake?.());
+        await raceAbort(subscription.ready, stopper.signal, () => stopper.signal.reason);
+      } catch (error) {
+        if (!stopper.signal.aborted) onError(error);
+        return stop();
+      }
+      while (!stopper.signal.aborted) {
+        const woken = new Promise<void>((resolve) => (wake = resolve));
+        let wait = this.recheckInterval;
+        try {
+          const { leader, left } = await this.readLeader(keys);
+          if (stopper.signal.aborted) return;
+          failures = 0;
+          onChange(leader);
+          if (left > 0) wait = Math.min(left + 1, this.recheckInterval);
+        } catch (error) {
+          if (stopper.signal.aborted) return;
+          if (++failures >= 10) {
+            stop();
+            return onError(error);
+          }
+          wait = Math.min(1_000, 50 * 2 ** failures);
+        }
+        await Promise.race([delay(wait, stopper.signal).catch(() => undefined), woken]);
+      }
+    };
+    void follow();
+    return stop;
+  }
+
+  async close(): Promise<void> {
+    // Campaigns and observers run on LeaderElection's signals and stop functions; the subscriber is the backend's.
+  }
+
+  private async readLeader(keys: RedisElectionKeys): Promise<{ leader: LeaderInfo | null; left: number }> {
+    const reply = (await this.call('leader', READ_LEADER_SCRIPT.run(this.client, [keys.leader], []))) as [string, string, number] | [];
+    if (reply.length === 0) return { leader: null, left: 0 };
+    return { leader: { value: reply[0], term: BigInt(reply[1]) }, left: Number(reply[2]) };
+  }
+
+  private async call<T>(operation: string, work: Promise<T>): Promise<T> {
+    try {
+      return await work;
+    } catch (error) {
+      if (error instanceof LockError) throw error;
+      throw new LockBackendError('redis', this.address, `election ${operation}`, error instanceof Error ? error.message : String(error), { cause: error });
+    }
+  }
+}

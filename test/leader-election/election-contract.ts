@@ -1,0 +1,187 @@
+import { filter, firstValueFrom, Observable, toArray, take } from 'rxjs';
+import type { LockBackend } from '../../lib/backends/lock-backend.interface';
+import { LockLostError, LockNotSupportedError } from '../../lib/errors';
+import { LeaderElection } from '../../lib/leader-election/leader-election.service';
+import type { LeaderInfo } from '../../lib/leader-election/election-backend.interface';
+import { LockService } from '../../lib/lock.service';
+
+/** One app instance: a LockService and a LeaderElection on its own backend connection. */
+export interface ElectionInstance {
+  readonly elections: LeaderElection;
+  readonly backend: LockBackend;
+  close(): Promise<void>;
+}
+
+export interface ElectionWorld {
+  /** A new instance on a new connection to the same elections. */
+  instance(): Promise<ElectionInstance>;
+  /** ttl for campaigns: etcd leases are whole seconds. */
+  readonly ttl: number;
+  /** False where proclaim() is refused (ZooKeeper: Curator's LeaderLatch followers cannot follow a data change). */
+  readonly proclaims: boolean;
+  close(): Promise<void>;
+}
+
+let names = 0;
+/** A fresh election name per test, so tests never see each other's contenders. */
+export function uniqueName(label: string): string {
+  return `${label}-${process.pid}-${Date.now().toString(36)}-${++names}`;
+}
+
+export function instanceOn(backend: LockBackend, ttl: number, closeClient: () => Promise<void> | void = () => undefined): ElectionInstance {
+  const locks = new LockService(backend);
+  const elections = new LeaderElection(locks, { ttl });
+  return {
+    elections,
+    backend,
+    close: async () => {
+      await elections.close();
+      await locks.close();
+      await closeClient();
+    },
+  };
+}
+
+/** Tracks whether a promise settled, without awaiting it. */
+export function track<T>(promise: Promise<T>): { promise: Promise<T>; settled(): boolean } {
+  let settled = false;
+  promise.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  return { promise, settled: () => settled };
+}
+
+/** The first leader the observable reports that matches. */
+export function leaderWhere(leaders: Observable<LeaderInfo | null>, test: (leader: LeaderInfo | null) => boolean): Promise<LeaderInfo | null> {
+  return firstValueFrom(leaders.pipe(filter(test)));
+}
+
+/** The behaviour every election backend shares. */
+export function electionContract(label: string, setup: () => Promise<ElectionWorld>): void {
+  describe(`leader election contract (${label})`, () => {
+    let world: ElectionWorld;
+    let a: ElectionInstance;
+    let b: ElectionInstance;
+
+    beforeAll(async () => {
+      world = await setup();
+    });
+    afterAll(async () => {
+      await world?.close();
+    });
+    beforeEach(async () => {
+      a = await world.instance();
+      b = await world.instance();
+    });
+    afterEach(async () => {
+      await Promise.allSettled([a.close(), b.close()]);
+    });
+
+    it('lets exactly one of two contenders lead; after a resign the other leads with a larger term', async () => {
+      const name = uniqueName('one-leader');
+      const first = await a.elections.campaign(name, { value: 'a' });
+      const second = track(b.elections.campaign(name, { value: 'b' }));
+      // B sees A as leader through the server, and is still waiting after that round trip.
+      expect(await b.elections.leader(name)).toEqual({ value: 'a', term: first.term });
+      if (world.proclaims) {
+        await first.proclaim('a, still');
+        expect(await b.elections.leader(name)).toEqual({ value: 'a, still', term: first.term });
+      } else {
+        await expect(first.proclaim('a, still')).rejects.toBeInstanceOf(LockNotSupportedError);
+        expect(first.isLeader).toBe(true);
+      }
+      expect(second.settled()).toBe(false);
+      expect(first.isLeader).toBe(true);
+      expect(a.elections.isLeader(name)).toBe(true);
+      expect(b.elections.isLeader(name)).toBe(false);
+
+      await first.resign();
+      expect(first.state).toBe('resigned');
+      expect(first.signal.aborted).toBe(false);
+      const next = await second.promise;
+      expect(next.term).toBeGreaterThan(first.term);
+      expect(await a.elections.leader(name)).toEqual({ value: 'b', term: next.term });
+      expect(a.elections.isLeader(name)).toBe(false);
+      await next.resign();
+      expect(await a.elections.leader(name)).toBeNull();
+    });
+
+    it('reports leaders, proclaimed values and vacancy to observers', async () => {
+      const name = uniqueName('observe');
+      const seen: (LeaderInfo | null)[] = [];
+      const subscription = b.elections.observe(name).subscribe((leader) => seen.push(leader));
+      await leaderWhere(b.elections.observe(name), (leader) => leader === null);
+
+      const leadership = await a.elections.campaign(name, { value: 'v1' });
+      await leaderWhere(b.elections.observe(name), (leader) => leader?.value === 'v1');
+      const values = world.proclaims ? [null, 'v1', 'v2', null] : [null, 'v1', null];
+      if (world.proclaims) {
+        await leadership.proclaim('v2');
+        const updated = await leaderWhere(b.elections.observe(name), (leader) => leader?.value === 'v2');
+        expect(updated).toEqual({ value: 'v2', term: leadership.term });
+      }
+      await leadership.resign();
+      await leaderWhere(b.elections.observe(name), (leader) => leader === null);
+      // The long-lived subscription saw the same story in order, without repeats.
+      await waitFor(() => seen.at(-1) === null && seen.length >= values.length, 10_000, () => JSON.stringify(seen, (_k, v) => (typeof v === 'bigint' ? String(v) : v)));
+      subscription.unsubscribe();
+      expect(seen.map((leader) => leader?.value ?? null)).toEqual(values);
+    });
+
+    it('completes events$ on resign and serialises the term as a decimal string', async () => {
+      const name = uniqueName('json');
+      const leadership = await a.elections.campaign(name, { value: 'json' });
+      const events = firstValueFrom(leadership.events$.pipe(toArray()));
+      const json = JSON.parse(JSON.stringify(leadership));
+      expect(json).toMatchObject({ name, term: leadership.term.toString(), value: 'json', state: 'leading' });
+      await leadership.resign();
+      await leadership.resign();
+      expect((await events).filter((event) => event.type !== 'renewed')).toEqual([]);
+      await expect(leadership.proclaim('late')).rejects.toBeInstanceOf(LockLostError);
+    });
+
+    it('leaves the election when a campaign is aborted, so it never leads', async () => {
+      const name = uniqueName('abort');
+      const leadership = await a.elections.campaign(name, { value: 'a' });
+      const controller = new AbortController();
+      const waiting = b.elections.campaign(name, { value: 'b', signal: controller.signal });
+      const reason = new Error('stop waiting');
+      controller.abort(reason);
+      await expect(waiting).rejects.toBe(reason);
+      await leadership.resign();
+      expect(await a.elections.leader(name)).toBeNull();
+    });
+
+    it('renews the leadership past its ttl', async () => {
+      const name = uniqueName('renew');
+      const leadership = await a.elections.campaign(name, { value: 'renewing' });
+      const renewals = await firstValueFrom(leadership.events$.pipe(filter((e) => e.type === 'renewed'), take(4), toArray()));
+      expect(renewals).toHaveLength(4);
+      expect(leadership.isLeader).toBe(true);
+      expect(await b.elections.leader(name)).toEqual({ value: 'renewing', term: leadership.term });
+      await leadership.resign();
+    });
+
+    it('resigns what it leads and rejects new campaigns once closed', async () => {
+      const name = uniqueName('close');
+      const leadership = await a.elections.campaign(name, { value: 'a' });
+      const waiting = track(b.elections.campaign(name, { value: 'b' }));
+      await a.elections.close();
+      expect(leadership.state).toBe('resigned');
+      const next = await waiting.promise;
+      expect(next.term).toBeGreaterThan(leadership.term);
+      await expect(a.elections.campaign(name)).rejects.toThrow(/closed/);
+      await next.resign();
+    });
+  });
+}
+
+/** Polls a condition that an event already made true (the subscriber may run a tick later). */
+export async function waitFor(condition: () => boolean, timeoutMs = 10_000, describe: () => string = () => ''): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > until) throw new Error(`condition not met in time ${describe()}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

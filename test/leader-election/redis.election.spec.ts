@@ -1,0 +1,114 @@
+import Redis from 'ioredis';
+import { filter, firstValueFrom } from 'rxjs';
+import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
+import { LockLostError, LockNotSupportedError } from '../../lib/errors';
+import type { LeadershipEvent } from '../../lib/leader-election/leadership';
+import { LeaderElection } from '../../lib/leader-election/leader-election.service';
+import { LockService } from '../../lib/lock.service';
+import { connectRedlockBackend } from '../redlock/redlock-support';
+import { sharedRedisUrl } from '../support/shared-servers';
+import { startRedis, type TestRedisServer } from '../support/redis-server';
+import { electionContract, instanceOn, uniqueName } from './election-contract';
+
+const TTL = 1_500;
+
+function redisInstance(url: string, ttl = TTL) {
+  const client = new Redis(url);
+  client.on('error', () => undefined);
+  return instanceOn(new RedisLockBackend({ client, recheckInterval: 500 }), ttl, () => void client.disconnect());
+}
+
+electionContract('redis', async () => ({
+  ttl: TTL,
+  proclaims: true,
+  instance: async () => redisInstance(sharedRedisUrl()),
+  close: async () => undefined,
+}));
+
+describe('redis elections: keys, terms and loss', () => {
+  let server: TestRedisServer;
+  let admin: Redis;
+  beforeAll(async () => {
+    server = await startRedis();
+    admin = new Redis(server.url);
+  });
+  afterAll(async () => {
+    server.resume();
+    admin.disconnect();
+    await server.stop();
+  });
+
+  it('keeps the leader in one hash with a ttl, and terms keep rising after the election went idle and its counter expired', async () => {
+    const ours = redisInstance(server.url);
+    try {
+      const name = uniqueName('keys');
+      const first = await ours.elections.campaign(name, { value: 'v' });
+      const leaderKey = `elections:{${name}}:leader`;
+      expect(await admin.hgetall(leaderKey)).toMatchObject({ value: 'v', term: first.term.toString() });
+      const pttl = await admin.pttl(leaderKey);
+      expect(pttl).toBeGreaterThan(0);
+      expect(pttl).toBeLessThanOrEqual(TTL);
+      await first.resign();
+      expect(await admin.exists(leaderKey)).toBe(0);
+      // Nothing per name stays forever: the counter expires too. Simulate that it did.
+      expect(await admin.pttl(`elections:{${name}}:fence`)).toBeGreaterThan(0);
+      await admin.del(`elections:{${name}}:fence`);
+      const second = await ours.elections.campaign(name, { value: 'w' });
+      expect(second.term).toBeGreaterThan(first.term);
+      await second.resign();
+    } finally {
+      await ours.close();
+    }
+  });
+
+  it('reports at-risk then lost, and aborts the signal, when renewals cannot reach a suspended server', async () => {
+    const ours = redisInstance(server.url);
+    try {
+      const leadership = await ours.elections.campaign(uniqueName('suspended'), { value: 'doomed' });
+      const events: LeadershipEvent[] = [];
+      const ended = new Promise<unknown>((resolve) => leadership.events$.subscribe({ next: (event) => events.push(event), error: resolve }));
+      await firstValueFrom(leadership.events$.pipe(filter((event) => event.type === 'renewed')));
+      server.pause();
+      const error = await ended;
+      server.resume();
+      expect(error).toBeInstanceOf(LockLostError);
+      expect(leadership.signal.aborted).toBe(true);
+      const afterRenewals = events.slice(events.findLastIndex((event) => event.type === 'renewed') + 1);
+      expect(afterRenewals.length).toBeGreaterThan(0);
+      expect(afterRenewals.every((event) => event.type === 'at-risk')).toBe(true);
+    } finally {
+      server.resume();
+      await ours.close();
+    }
+  });
+
+  it('reports the loss when the leader key is deleted behind its back, and a successor gets a larger term', async () => {
+    const ours = redisInstance(server.url);
+    try {
+      const name = uniqueName('deleted');
+      const leadership = await ours.elections.campaign(name, { value: 'x' });
+      const ended = new Promise<unknown>((resolve) => leadership.events$.subscribe({ error: resolve }));
+      await admin.del(`elections:{${name}}:leader`);
+      expect(await ended).toBeInstanceOf(LockLostError);
+      const next = await ours.elections.campaign(name, { value: 'y' });
+      expect(next.term).toBeGreaterThan(leadership.term);
+      await next.resign();
+    } finally {
+      await ours.close();
+    }
+  });
+});
+
+describe('Redlock refuses leader election', () => {
+  it('rejects campaign and observe with LockNotSupportedError', async () => {
+    const redlock = connectRedlockBackend(sharedRedisUrl());
+    const elections = new LeaderElection(new LockService(redlock.backend));
+    try {
+      await expect(elections.campaign('x')).rejects.toBeInstanceOf(LockNotSupportedError);
+      await expect(firstValueFrom(elections.observe('x'))).rejects.toBeInstanceOf(LockNotSupportedError);
+    } finally {
+      await elections.close();
+      await redlock.close();
+    }
+  });
+});

@@ -1,0 +1,168 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { promisify } from 'node:util';
+import { filter, firstValueFrom } from 'rxjs';
+import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper-lock.backend';
+import { lockPath } from '../../lib/backends/zookeeper/zookeeper-node-layout';
+import { LockLostError } from '../../lib/errors';
+import type { LeadershipEvent } from '../../lib/leader-election/leadership';
+import { findJava, JAVA_LIBRARY_DIR, requireJar, startZooKeeper, TestZooKeeperServer } from '../support/zookeeper-server';
+import { killAllLineProcesses, LineProcess } from '../zookeeper/line-process';
+import { AdminClient } from '../zookeeper/zookeeper-spec-helpers';
+import { electionContract, instanceOn, leaderWhere, track, uniqueName } from './election-contract';
+
+const TTL = 2_000;
+/** Curator 5.4 and ZooKeeper 3.8 from Debian, as test/zookeeper/zookeeper-curator.spec.ts uses them. */
+const CURATOR_JARS = ['curator-recipes.jar', 'curator-framework.jar', 'curator-client.jar', 'zookeeper.jar', 'zookeeper-jute.jar', 'guava.jar', 'slf4j-api.jar'];
+const JAVA_TIMEOUT = 60_000;
+const LATCH_NODE = /^_c_[0-9a-f-]{36}-latch-\d{10}$/;
+
+let server: TestZooKeeperServer;
+beforeAll(async () => {
+  server = await startZooKeeper();
+}, 90_000);
+afterAll(async () => {
+  await server?.stop();
+});
+
+function zookeeperInstance(sessionTimeout = 4_000) {
+  return instanceOn(new ZooKeeperLockBackend({ connectionString: server.connectionString, sessionTimeout }), TTL);
+}
+
+electionContract('zookeeper', async () => ({
+  ttl: TTL,
+  proclaims: false,
+  instance: async () => zookeeperInstance(),
+  close: async () => undefined,
+}));
+
+describe('ZooKeeper elections interoperate with Curator\'s LeaderLatch', () => {
+  let admin: AdminClient;
+  let classes: string;
+  let classpath: string;
+
+  const latch = (name: string, id: string) =>
+    LineProcess.spawn(findJava(), ['-XX:TieredStopAtLevel=1', '-cp', classpath, 'CuratorLeaderLatch', server.connectionString, lockPath('elections', name), id]);
+
+  beforeAll(async () => {
+    const jars = CURATOR_JARS.map((jar) => requireJar(join(JAVA_LIBRARY_DIR, jar)));
+    classes = mkdtempSync(join(tmpdir(), 'ndl-latch-'));
+    await promisify(execFile)(findJava('javac'), ['-d', classes, '-cp', jars.join(delimiter), join(__dirname, 'java', 'CuratorLeaderLatch.java')]);
+    classpath = [classes, ...jars, join(JAVA_LIBRARY_DIR, 'slf4j-nop.jar')].join(delimiter);
+    admin = await AdminClient.connect(server.connectionString);
+  }, 90_000);
+  afterEach(() => killAllLineProcesses());
+  afterAll(() => {
+    admin?.close();
+    if (classes) rmSync(classes, { recursive: true, force: true });
+  });
+
+  it('Curator leads: we wait and see its id; after it closes the latch we lead with a larger term', async () => {
+    const name = uniqueName('curator-leads');
+    const ours = zookeeperInstance();
+    try {
+      const java = latch(name, 'java-participant');
+      await java.nextLine('LEADER', JAVA_TIMEOUT);
+      const [javaNode] = await admin.contenders(name, 'elections');
+      expect(javaNode).toMatch(LATCH_NODE);
+      const leader = await ours.elections.leader(name);
+      expect(leader?.value).toBe('java-participant');
+
+      const campaign = track(ours.elections.campaign(name, { value: 'node-participant' }));
+      await waitForContenders(admin, name, 2);
+      expect(campaign.settled()).toBe(false);
+      const nodes = await admin.contenders(name, 'elections');
+      expect(nodes.every((node) => LATCH_NODE.test(node))).toBe(true);
+
+      java.send('close');
+      await java.nextLine('CLOSED', JAVA_TIMEOUT);
+      const leadership = await campaign.promise;
+      expect(leadership.term).toBeGreaterThan(leader!.term);
+      await leadership.resign();
+    } finally {
+      await ours.close();
+    }
+  });
+
+  it('we lead: Curator waits and its getLeader() names our value; it leads once we resign (proclaim is refused)', async () => {
+    const name = uniqueName('node-leads');
+    const ours = zookeeperInstance();
+    try {
+      const leadership = await ours.elections.campaign(name, { value: 'node-leader' });
+      const java = latch(name, 'java-follower');
+      await java.nextLine('STARTED', JAVA_TIMEOUT);
+      await waitForContenders(admin, name, 2);
+      java.send('leader');
+      expect(await java.nextLine('SEES', JAVA_TIMEOUT)).toBe('SEES node-leader');
+      // Refused: a data change would use up Curator's one-shot watch on our node, and Java would never take over.
+      await expect(leadership.proclaim('node-leader-2')).rejects.toThrow(/LeaderLatch/);
+
+      await leadership.resign();
+      await java.nextLine('LEADER', JAVA_TIMEOUT);
+      const next = await leaderWhere(ours.elections.observe(name), (current) => current?.value === 'java-follower');
+      expect(next!.term).toBeGreaterThan(leadership.term);
+      java.send('close');
+      await java.nextLine('CLOSED', JAVA_TIMEOUT);
+    } finally {
+      await ours.close();
+    }
+  });
+});
+
+describe('ZooKeeper observers', () => {
+  it('leave no node behind on a name nobody campaigns in, and see the first leader once the latch path appears', async () => {
+    const ours = zookeeperInstance();
+    const admin = await AdminClient.connect(server.connectionString);
+    try {
+      const name = uniqueName('observed-only');
+      await leaderWhere(ours.elections.observe(name), (leader) => leader === null);
+      expect(await admin.stat(lockPath('elections', name))).toBeNull();
+      const seen = leaderWhere(ours.elections.observe(name), (leader) => leader?.value === 'late');
+      const other = zookeeperInstance();
+      try {
+        const leadership = await other.elections.campaign(name, { value: 'late' });
+        expect((await seen)?.term).toBe(leadership.term);
+        await leadership.resign();
+      } finally {
+        await other.close();
+      }
+    } finally {
+      admin.close();
+      await ours.close();
+    }
+  });
+});
+
+describe('ZooKeeper leadership loss', () => {
+  it('reports at-risk then lost, and aborts the signal, when the session expires behind a suspended server', async () => {
+    const ours = zookeeperInstance(2_000);
+    try {
+      const leadership = await ours.elections.campaign(uniqueName('suspended'), { value: 'doomed' });
+      const events: LeadershipEvent[] = [];
+      const ended = new Promise<unknown>((resolve) => leadership.events$.subscribe({ next: (event) => events.push(event), error: resolve }));
+      await firstValueFrom(leadership.events$.pipe(filter((event) => event.type === 'renewed')));
+      server.pause();
+      const error = await ended;
+      server.resume();
+      expect(error).toBeInstanceOf(LockLostError);
+      expect(leadership.signal.aborted).toBe(true);
+      expect(leadership.state).toBe('lost');
+      const afterRenewals = events.slice(events.findLastIndex((event) => event.type === 'renewed') + 1);
+      expect(afterRenewals.length).toBeGreaterThan(0);
+      expect(afterRenewals.every((event) => event.type === 'at-risk')).toBe(true);
+    } finally {
+      server.resume();
+      await ours.close();
+    }
+  });
+});
+
+async function waitForContenders(admin: AdminClient, name: string, count: number): Promise<void> {
+  const until = Date.now() + 15_000;
+  while ((await admin.contenders(name, 'elections')).length < count) {
+    if (Date.now() > until) throw new Error(`fewer than ${count} participants in ${name}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
