@@ -7,6 +7,7 @@ import { SAMPLE_CONFIG, SampleConfig } from './config/sample-config';
 import { SampleConfigModule } from './config/sample-config.module';
 import { FilesModule } from './files/files.module';
 import { HomeModule } from './home/home.module';
+import { LeaderModule } from './leader/leader.module';
 import { OpsModule } from './ops/ops.module';
 import { StaleWriteFilter } from './storage/stale-write.filter';
 
@@ -26,6 +27,7 @@ import { StaleWriteFilter } from './storage/stale-write.filter';
     FilesModule,
     AccountsModule,
     OpsModule,
+    LeaderModule,
   ],
   providers: [{ provide: APP_FILTER, useClass: StaleWriteFilter }],
 })

@@ -38,6 +38,11 @@ export const SAMPLE_ROUTES: readonly SampleRoute[] = [
     curl: `curl -X POST $URL/accounts/transfer -H 'content-type: application/json' -d '{"from":"alice","to":"bob","amount":5}'`,
   },
   { route: 'GET /accounts/:id', what: 'an account balance', curl: 'curl $URL/accounts/alice' },
+  {
+    route: 'GET /leader',
+    what: 'who leads the sample election, and the job only the leader runs (every 2 s)',
+    curl: 'curl $URL/leader',
+  },
   { route: 'GET /health', what: 'terminus health check of the lock backend', curl: 'curl $URL/health' },
   {
     route: 'GET /admin/locks/:key',

@@ -135,5 +135,40 @@ export function describeSampleApp(backend: 'redis' | 'etcd', backendEnv: () => R
       expect(balanceA.body.balance).toBe(100 - 3 + 6);
       expect(balanceB.body.balance).toBe(100 + 3 - 6);
     });
+
+    // Last: it stops one of the processes.
+    it('elects one leader that runs the leader-only job, and hands over to another process when it stops', async () => {
+      const leaderOf = async () => {
+        const views = await Promise.all(apps.map(async (app) => ({ app, body: (await request(app.url).get('/leader')).body })));
+        return { views, leaders: views.filter((view) => view.body.thisInstance.isLeader) };
+      };
+      // Campaigns start in the background at bootstrap: wait for the first term, then for a job run.
+      const first = await eventually(async () => {
+        const { views, leaders } = await leaderOf();
+        return leaders.length === 1 && leaders[0].body.thisInstance.job.runs > 0 ? { views, leader: leaders[0] } : undefined;
+      });
+      const term = BigInt(first.leader.body.leader.term);
+      for (const view of first.views) expect(view.body.leader).toEqual(first.leader.body.leader);
+      for (const view of first.views.filter((entry) => entry !== first.leader)) expect(view.body.thisInstance.job.runs).toBe(0);
+
+      await first.leader.app.stop(); // SIGTERM: the app resigns on shutdown
+      apps = apps.filter((app) => app !== first.leader.app);
+      const next = await eventually(async () => {
+        const { leaders } = await leaderOf();
+        return leaders.length === 1 && leaders[0].body.thisInstance.job.runs > 0 ? leaders[0] : undefined;
+      });
+      expect(BigInt(next.body.leader.term)).toBeGreaterThan(term);
+    }, 90_000);
   });
+}
+
+/** Polls `probe` until it returns a value; the server pushes the state change, the HTTP view of it is polled. */
+async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (performance.now() > deadline) throw new Error(`no result within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
