@@ -3,3 +3,6 @@ export const WITH_LOCK_METADATA = 'DISTRIBUTED_LOCK:WITH_LOCK';
 
 /** Nest Logger context for everything this module logs. */
 export const LOGGER_CONTEXT = 'DistributedLock';
+
+/** Metadata set by `@ScheduledLock()` on a provider method (on the wrapper it puts in the method's place). */
+export const SCHEDULED_LOCK_METADATA = 'DISTRIBUTED_LOCK:SCHEDULED_LOCK';

@@ -13,9 +13,11 @@ import { LockMetadataAccessor } from './explorer/lock-metadata.accessor';
 import { LockService } from './lock.service';
 import { LockHealthIndicator } from './health/lock-health.indicator';
 import { LockObservability } from './observability/lock-observability';
+import { ScheduledLockExplorer } from './schedule/scheduled-lock.explorer';
 
 /**
- * Provides LockService and the backend (token `LockBackend`), and locks `@WithLock` provider methods.
+ * Provides LockService and the backend (token `LockBackend`), locks `@WithLock` provider methods and sets up
+ * `@ScheduledLock` jobs.
  * LockService releases every lock it still holds, then closes what the backend created, on application
  * shutdown (`app.close()`, or a signal with `app.enableShutdownHooks()`); a client you passed in stays open.
  */
@@ -37,6 +39,7 @@ import { LockObservability } from './observability/lock-observability';
     },
     LockMetadataAccessor,
     LockExplorer,
+    ScheduledLockExplorer,
     LockObservability,
     LockHealthIndicator,
   ],

@@ -29,6 +29,8 @@ export { WITH_LOCK_METADATA } from './distributed-lock.constants';
 export { WithLock } from './decorators/with-lock.decorator';
 export type { LockKeys, LockKeyFactory, WithLockMetadata } from './decorators/with-lock-metadata';
 export { CurrentLock } from './decorators/current-lock.decorator';
+export { ScheduledLock } from './schedule/scheduled-lock.decorator';
+export type { ScheduledLockOptions } from './schedule/scheduled-lock-options';
 export { LockInterceptor } from './interceptors/lock.interceptor';
 export { METHOD_CONTEXT_TYPE } from './explorer/method-execution-context';
 export { encodeKeyPart } from './key-template/encode-key-part';

@@ -6,3 +6,4 @@ export * from './invalid-lock-key.error';
 export * from './lock-not-supported.error';
 export * from './lock-service-closed.error';
 export * from './lock-module-missing.error';
+export * from './scheduled-lock-config.error';
