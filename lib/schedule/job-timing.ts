@@ -12,16 +12,14 @@ export interface Firing {
 /** The firing a job's call at `now` (epoch ms) belongs to. */
 export type JobTiming = (now: number) => Firing;
 
-// @nestjs/schedule's metadata keys. They are not exported from its package root; they have kept these values
-// since its first release, and the spec "reads the schedule of @Cron, @Interval and @Timeout" checks them.
+// @nestjs/schedule's metadata keys and SchedulerType values. Its package root exports neither; they have kept
+// these values since its first release, and test/schedule checks them against @Cron, @Interval and @Timeout.
 const SCHEDULER_TYPE = 'SCHEDULER_TYPE';
 const SCHEDULE_CRON_OPTIONS = 'SCHEDULE_CRON_OPTIONS';
 const SCHEDULE_INTERVAL_OPTIONS = 'SCHEDULE_INTERVAL_OPTIONS';
+const SchedulerType = { CRON: 1, TIMEOUT: 2, INTERVAL: 3 } as const;
 
-/** The parts of @nestjs/schedule and cron we use, typed here so that no declaration of ours imports them. */
-interface SchedulePackage {
-  readonly SchedulerType: { readonly CRON: number; readonly TIMEOUT: number; readonly INTERVAL: number };
-}
+/** The part of cron we use, typed here so that no declaration of ours imports it. */
 interface CronPackage {
   readonly CronTime: new (
     source: unknown,
@@ -43,7 +41,7 @@ interface CronMetadata {
  * Loads @nestjs/schedule only here, so an app that does not use @ScheduledLock never needs it.
  */
 export function jobTimingOf(method: Function, name: string, where: string): JobTiming {
-  const { SchedulerType } = requireOptional<SchedulePackage>('@nestjs/schedule', `@ScheduledLock on ${where}`);
+  requireOptional<unknown>('@nestjs/schedule', `@ScheduledLock on ${where}`);
   const type = Reflect.getMetadata(SCHEDULER_TYPE, method) as number | undefined;
   switch (type) {
     case SchedulerType.CRON:
