@@ -47,7 +47,10 @@ export function jobTimingOf(method: Function, name: string, where: string): JobT
     case SchedulerType.CRON:
       return cronTiming(name, Reflect.getMetadata(SCHEDULE_CRON_OPTIONS, method) as CronMetadata, where);
     case SchedulerType.INTERVAL:
-      return intervalTiming(name, (Reflect.getMetadata(SCHEDULE_INTERVAL_OPTIONS, method) as { timeout: number }).timeout);
+      return intervalTiming(
+        name,
+        (Reflect.getMetadata(SCHEDULE_INTERVAL_OPTIONS, method) as { timeout: number }).timeout,
+      );
     case SchedulerType.TIMEOUT:
       return () => ({ key: name, slotEnd: undefined });
     default:
@@ -69,7 +72,8 @@ export function cronTiming(name: string, { cronTime, timeZone, utcOffset }: Cron
   if (typeof cronTime !== 'string') {
     // A Date or a luxon DateTime: the job fires once, at that time.
     const at = cronTime instanceof Date ? cronTime.getTime() : (cronTime as { toMillis?: () => number })?.toMillis?.();
-    if (typeof at !== 'number' || Number.isNaN(at)) throw new ScheduledLockConfigError(where, `cannot read the time of @Cron(${String(cronTime)}).`);
+    if (typeof at !== 'number' || Number.isNaN(at))
+      throw new ScheduledLockConfigError(where, `cannot read the time of @Cron(${String(cronTime)}).`);
     return () => ({ key: `${name}:${new Date(at).toISOString()}`, slotEnd: undefined });
   }
   // cron is @nestjs/schedule's dependency, not ours: resolve it from there (strict installs such as pnpm's).

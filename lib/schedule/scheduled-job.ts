@@ -6,7 +6,7 @@ import { LockServiceClosedError } from '../errors';
 import { LEAVE_TO_EXPIRE, LockHandle } from '../lock-handle';
 import type { LockService } from '../lock.service';
 import { monotonicNow } from '../utils/clock';
-import type { JobTiming } from './job-timing';
+import type { Firing, JobTiming } from './job-timing';
 import type { ScheduledLockMetadata } from './scheduled-lock-metadata';
 
 /** Jobs set up by the explorer, per provider instance and method. */
@@ -24,6 +24,34 @@ export function registerScheduledJob(instance: object, methodName: string | symb
 
 const logger = new Logger(LOGGER_CONTEXT);
 
+/**
+ * The firings running in one app. On shutdown they are awaited before LockService closes: closing would release
+ * a running firing's lock under it, and let another instance run that firing again.
+ */
+export class RunningFirings {
+  private readonly running = new Set<Promise<unknown>>();
+  private closing = false;
+
+  get isClosing(): boolean {
+    return this.closing;
+  }
+
+  track<T>(firing: Promise<T>): Promise<T> {
+    const forget = (): void => void this.running.delete(settled);
+    const settled: Promise<void> = firing.then(forget, forget);
+    this.running.add(settled);
+    return firing;
+  }
+
+  /** New firings are skipped from now on; resolves when the running ones have settled. */
+  async close(): Promise<number> {
+    this.closing = true;
+    const count = this.running.size;
+    await Promise.all([...this.running]);
+    return count;
+  }
+}
+
 /** Runs the firings of one `@ScheduledLock` method: each on the instance that gets its lock, skipped elsewhere. */
 export class ScheduledJob {
   constructor(
@@ -31,11 +59,20 @@ export class ScheduledJob {
     private readonly where: string,
     private readonly metadata: ScheduledLockMetadata,
     private readonly timing: JobTiming,
+    private readonly running: RunningFirings,
   ) {}
 
   /** Resolves undefined when another instance runs this firing. Rejects with what the job threw, or LockLostError. */
   fire(work: () => unknown): Promise<unknown> {
     const firing = this.timing(Date.now());
+    if (this.running.isClosing) {
+      logger.debug(`${this.where}: firing "${firing.key}" skipped, the app is shutting down.`);
+      return Promise.resolve(undefined);
+    }
+    return this.running.track(this.run(firing, work));
+  }
+
+  private run(firing: Firing, work: () => unknown): Promise<unknown> {
     return runInLockScope(async () => {
       let handle: LockHandle | null;
       try {
@@ -56,14 +93,13 @@ export class ScheduledJob {
       scope.handlerLockSet = { handles: new Map([[handle.key, handle]]) };
       const lost = handle.signal;
       try {
-        return await raceAbort(
-          Promise.resolve().then(work),
-          lost,
-          () => lost.reason,
-        );
+        return await raceAbort(Promise.resolve().then(work), lost, () => lost.reason);
       } finally {
         // Until the slot ends, a late instance computes this firing's key; lockAtLeastFor covers clock skew beyond that.
-        const keepFor = Math.max((firing.slotEnd ?? 0) - Date.now(), grantedAt + this.metadata.lockAtLeastFor - monotonicNow());
+        const keepFor = Math.max(
+          (firing.slotEnd ?? 0) - Date.now(),
+          grantedAt + this.metadata.lockAtLeastFor - monotonicNow(),
+        );
         await this.settle(handle, keepFor);
       }
     });

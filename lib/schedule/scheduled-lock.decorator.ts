@@ -7,7 +7,13 @@ import { scheduledJobOf } from './scheduled-job';
 import type { ScheduledLockMetadata } from './scheduled-lock-metadata';
 import type { ScheduledLockOptions } from './scheduled-lock-options';
 
-const KNOWN_OPTIONS: ReadonlySet<string> = new Set<keyof ScheduledLockOptions>(['lockAtMostFor', 'lockAtLeastFor', 'ttl', 'renewInterval', 'family']);
+const KNOWN_OPTIONS: ReadonlySet<string> = new Set<keyof ScheduledLockOptions>([
+  'lockAtMostFor',
+  'lockAtLeastFor',
+  'ttl',
+  'renewInterval',
+  'family',
+]);
 const REQUEST_SOURCES: ReadonlySet<string> = new Set(['params', 'query', 'body', 'headers', 'user']);
 
 /**
@@ -23,9 +29,13 @@ export function ScheduledLock(name: string, options: ScheduledLockOptions = {}):
   return (target, methodName, descriptor) => {
     const where = `${(target as { constructor?: { name?: string } }).constructor?.name ?? 'a class'}.${String(methodName)}`;
     const original: unknown = descriptor?.value;
-    if (typeof original !== 'function') throw new ScheduledLockConfigError(where, 'it goes on a method (with @Cron, @Interval or @Timeout).');
+    if (typeof original !== 'function')
+      throw new ScheduledLockConfigError(where, 'it goes on a method (with @Cron, @Interval or @Timeout).');
     if (typeof target === 'function') {
-      throw new ScheduledLockConfigError(where, 'it goes on an instance method of a provider; @nestjs/schedule does not run static methods.');
+      throw new ScheduledLockConfigError(
+        where,
+        'it goes on an instance method of a provider; @nestjs/schedule does not run static methods.',
+      );
     }
     const scheduled = function (this: object, ...args: unknown[]): Promise<unknown> {
       const job = scheduledJobOf(this, methodName);
@@ -34,7 +44,8 @@ export function ScheduledLock(name: string, options: ScheduledLockOptions = {}):
     };
     Object.defineProperty(scheduled, 'name', { value: original.name });
     // @Cron may have been applied first (written below): its metadata moves to the replacement. Applied later, it lands there.
-    for (const key of Reflect.getMetadataKeys(original)) Reflect.defineMetadata(key, Reflect.getMetadata(key, original), scheduled);
+    for (const key of Reflect.getMetadataKeys(original))
+      Reflect.defineMetadata(key, Reflect.getMetadata(key, original), scheduled);
     Reflect.defineMetadata(SCHEDULED_LOCK_METADATA, metadata, scheduled);
     return { ...descriptor, value: scheduled as typeof descriptor.value };
   };
@@ -42,23 +53,32 @@ export function ScheduledLock(name: string, options: ScheduledLockOptions = {}):
 
 /** The `@ScheduledLock` metadata of a method, if it has any. */
 export function scheduledLockOf(method: unknown): ScheduledLockMetadata | undefined {
-  return typeof method === 'function' ? (Reflect.getMetadata(SCHEDULED_LOCK_METADATA, method) as ScheduledLockMetadata | undefined) : undefined;
+  return typeof method === 'function'
+    ? (Reflect.getMetadata(SCHEDULED_LOCK_METADATA, method) as ScheduledLockMetadata | undefined)
+    : undefined;
 }
 
 function compileScheduledLock(name: string, options: ScheduledLockOptions): ScheduledLockMetadata {
   const where = typeof name === 'string' ? `"${name}"` : String(name);
   checkName(name, where);
   if (options === null || typeof options !== 'object') {
-    throw new ScheduledLockConfigError(where, `options must be an object such as { lockAtMostFor: 600000 }, got ${String(options)}.`);
+    throw new ScheduledLockConfigError(
+      where,
+      `options must be an object such as { lockAtMostFor: 600000 }, got ${String(options)}.`,
+    );
   }
   for (const key of Object.keys(options)) {
     if (KNOWN_OPTIONS.has(key)) continue;
-    const hint = key === 'waitTimeout' ? ' A firing never waits: the instance that does not get the lock skips it.' : '';
+    const hint =
+      key === 'waitTimeout' ? ' A firing never waits: the instance that does not get the lock skips it.' : '';
     throw new ScheduledLockConfigError(where, `unknown option "${key}"; use ${[...KNOWN_OPTIONS].join(', ')}.${hint}`);
   }
   const { lockAtMostFor, lockAtLeastFor = 0, ttl, renewInterval, family = name } = options;
   if (typeof lockAtLeastFor !== 'number' || !(lockAtLeastFor >= 0) || lockAtLeastFor > MAX_TTL) {
-    throw new ScheduledLockConfigError(where, `invalid lockAtLeastFor ${String(lockAtLeastFor)}: use milliseconds from 0 to ${MAX_TTL}.`);
+    throw new ScheduledLockConfigError(
+      where,
+      `invalid lockAtLeastFor ${String(lockAtLeastFor)}: use milliseconds from 0 to ${MAX_TTL}.`,
+    );
   }
   if (lockAtMostFor !== undefined && lockAtLeastFor > lockAtMostFor) {
     throw new ScheduledLockConfigError(
@@ -79,7 +99,10 @@ function compileScheduledLock(name: string, options: ScheduledLockOptions): Sche
 /** A job has no arguments and no request, so its name is literal text. */
 function checkName(name: unknown, where: string): asserts name is string {
   if (typeof name !== 'string' || name.length === 0) {
-    throw new ScheduledLockConfigError(where, 'name the job, e.g. @ScheduledLock(\'reports:nightly\'): every instance must use the same name.');
+    throw new ScheduledLockConfigError(
+      where,
+      "name the job, e.g. @ScheduledLock('reports:nightly'): every instance must use the same name.",
+    );
   }
   let template;
   try {

@@ -65,13 +65,21 @@ class Jobs {
 
 const INSTANCE = 'INSTANCE';
 
-async function startInstance(id: string, backend: MemoryLockBackend, runs: Runs): Promise<{ app: TestingModule; jobs: Jobs; locks: LockService }> {
+async function startInstance(
+  id: string,
+  backend: MemoryLockBackend,
+  runs: Runs,
+): Promise<{ app: TestingModule; jobs: Jobs; locks: LockService }> {
   const app = await Test.createTestingModule({
     imports: [ScheduleModule.forRoot({ intervals: false, timeouts: false }), DistributedLockModule.forRoot(backend)],
     providers: [
       { provide: Runs, useValue: runs },
       { provide: INSTANCE, useValue: { id } },
-      { provide: Jobs, useFactory: (locks: LockService, r: Runs, instance: { id: string }) => new Jobs(locks, r, instance), inject: [LockService, Runs, INSTANCE] },
+      {
+        provide: Jobs,
+        useFactory: (locks: LockService, r: Runs, instance: { id: string }) => new Jobs(locks, r, instance),
+        inject: [LockService, Runs, INSTANCE],
+      },
     ],
   }).compile();
   await app.init();
@@ -170,16 +178,22 @@ describe('@ScheduledLock on the memory backend', () => {
 describe('@ScheduledLock input checks', () => {
   it('refuses lockAtLeastFor greater than lockAtMostFor when decorated', () => {
     expect(() => ScheduledLock('job', { lockAtLeastFor: 5_000, lockAtMostFor: 1_000 })).toThrow(
-      new ScheduledLockConfigError('"job"', 'lockAtLeastFor (5000 ms) is greater than lockAtMostFor (1000 ms). lockAtMostFor bounds how long a firing may hold its lock; raise it, or lower lockAtLeastFor.'),
+      new ScheduledLockConfigError(
+        '"job"',
+        'lockAtLeastFor (5000 ms) is greater than lockAtMostFor (1000 ms). lockAtMostFor bounds how long a firing may hold its lock; raise it, or lower lockAtLeastFor.',
+      ),
     );
   });
 
-  it.each(['report:<<params.id>>', 'report:<<query.day>>', 'report:<<body.id>>', 'report:<<headers.x-tenant>>', 'report:<<user.id>>'])(
-    'refuses a job key that names a request value: %s',
-    (name) => {
-      expect(() => ScheduledLock(name)).toThrow(/names a request value, but a scheduled job has no request/);
-    },
-  );
+  it.each([
+    'report:<<params.id>>',
+    'report:<<query.day>>',
+    'report:<<body.id>>',
+    'report:<<headers.x-tenant>>',
+    'report:<<user.id>>',
+  ])('refuses a job key that names a request value: %s', (name) => {
+    expect(() => ScheduledLock(name)).toThrow(/names a request value, but a scheduled job has no request/);
+  });
 
   it('refuses other placeholders, waitTimeout, typos and an empty name', () => {
     expect(() => ScheduledLock('report:<<id>>')).toThrow(/calls the job without arguments/);
@@ -200,7 +214,10 @@ describe('@ScheduledLock input checks', () => {
       imports: [ScheduleModule.forRoot(), DistributedLockModule.forRoot()],
       providers: [PerRequest],
     }).compile();
-    const failure = await app.init().then(() => undefined, (error: unknown) => error);
+    const failure = await app.init().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     await app.close().catch(() => undefined);
     expect(failure).toBeInstanceOf(ScheduledLockConfigError);
     expect((failure as Error).message).toMatch(/PerRequest is request-scoped.*Move the job to a singleton provider/);
@@ -212,7 +229,10 @@ describe('@ScheduledLock input checks', () => {
       @ScheduledLock('unscheduled')
       async run(): Promise<void> {}
     }
-    const app = await Test.createTestingModule({ imports: [DistributedLockModule.forRoot()], providers: [Unscheduled] }).compile();
+    const app = await Test.createTestingModule({
+      imports: [DistributedLockModule.forRoot()],
+      providers: [Unscheduled],
+    }).compile();
     await expect(app.init()).rejects.toThrow(/Unscheduled.run: the method has no @Cron, @Interval or @Timeout/);
     await app.close().catch(() => undefined);
   });
@@ -238,11 +258,13 @@ describe('@ScheduledLock input checks', () => {
         throw Object.assign(new Error("Cannot find module '@nestjs/schedule'"), { code: 'MODULE_NOT_FOUND' });
       });
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { jobTimingOf } = require('../../lib/schedule/job-timing') as typeof import('../../lib/schedule/job-timing');
+      const { jobTimingOf } =
+        require('../../lib/schedule/job-timing') as typeof import('../../lib/schedule/job-timing');
       expect(() => jobTimingOf(() => undefined, 'job', 'Jobs.run')).toThrow(
         expect.objectContaining({
           name: 'MissingPackageError',
-          message: '@ScheduledLock on Jobs.run needs the "@nestjs/schedule" package, which is not installed. Run: npm install @nestjs/schedule',
+          message:
+            '@ScheduledLock on Jobs.run needs the "@nestjs/schedule" package, which is not installed. Run: npm install @nestjs/schedule',
         }),
       );
     });
