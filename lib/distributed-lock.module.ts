@@ -16,9 +16,11 @@ import { LockObservability } from './observability/lock-observability';
 import { LeaderElection } from './leader-election/leader-election.service';
 import { LeaderHealthIndicator } from './health/leader-health.indicator';
 import { LeaderExplorer } from './leader-election/leader.explorer';
+import { ScheduledLockExplorer } from './schedule/scheduled-lock.explorer';
 
 /**
- * Provides LockService and the backend (token `LockBackend`), and locks `@WithLock` provider methods.
+ * Provides LockService and the backend (token `LockBackend`), locks `@WithLock` provider methods and sets up
+ * `@ScheduledLock` jobs.
  * LockService releases every lock it still holds, then closes what the backend created, on application
  * shutdown (`app.close()`, or a signal with `app.enableShutdownHooks()`); a client you passed in stays open.
  */
@@ -40,6 +42,7 @@ import { LeaderExplorer } from './leader-election/leader.explorer';
     },
     LockMetadataAccessor,
     LockExplorer,
+    ScheduledLockExplorer,
     LockObservability,
     LockHealthIndicator,
     {

@@ -15,6 +15,7 @@ export { LockNotSupportedError } from './errors/lock-not-supported.error';
 export { LockServiceClosedError } from './errors/lock-service-closed.error';
 export { LockModuleMissingError } from './errors/lock-module-missing.error';
 export { MissingPackageError } from './errors/missing-package.error';
+export { ScheduledLockConfigError } from './errors/scheduled-lock-config.error';
 
 // --- The lock core ---
 export { LockService } from './lock.service';
@@ -81,6 +82,10 @@ export type { LeaderInfo } from './leader-election/election-backend.interface';
 export { OnLeader } from './leader-election/on-leader.decorator';
 export { LeaderHealthIndicator } from './health/leader-health.indicator';
 export type { LeaderHealthCheckOptions, LeaderHealthDetails, LeaderHealthResult } from './health/leader-health.indicator';
+
+// --- Run-once scheduled jobs (@nestjs/schedule) ---
+export { ScheduledLock } from './schedule/scheduled-lock.decorator';
+export type { ScheduledLockOptions } from './schedule/scheduled-lock-options';
 
 // --- Nest integration ---
 export { DistributedLockModule } from './distributed-lock.module';

@@ -14,6 +14,9 @@ import { RENEW, VALIDITY_LEFT, Watchdog } from './watchdog/watchdog';
 
 export type LockState = 'held' | 'released' | 'lost';
 
+/** @internal See LockHandle[LEAVE_TO_EXPIRE]. */
+export const LEAVE_TO_EXPIRE = Symbol('LockHandle.leaveToExpire');
+
 /** 'expire': maxHold passed, so stop renewing and let the lock run out. */
 type RenewOutcome = 'renewed' | 'retry' | 'lost' | 'expire';
 
@@ -211,6 +214,37 @@ export class LockHandle implements AsyncDisposable {
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.release();
+  }
+
+  /**
+   * @internal Ends the handle without deleting the lock: stops renewing, sets the lock on the server to expire
+   * `ms` from now, and forgets it, so that LockService.close() cannot delete it early. Only for backends with
+   * `supports.expiry`. Resolves whether the lock was still ours; rejects like release() when the server cannot
+   * be reached (the lock then expires after its previous ttl).
+   */
+  [LEAVE_TO_EXPIRE](ms: number): Promise<boolean> {
+    let kept = false;
+    this.releasing ??= this.leave(ms).then((ours) => void (kept = ours));
+    return this.releasing.then(() => kept);
+  }
+
+  private async leave(ms: number): Promise<boolean> {
+    const wasHeld = this.currentState === 'held';
+    if (wasHeld) this.currentState = 'released';
+    const stopping = this.watchdog.stop();
+    if (stopping) await stopping;
+    if (this.renewing > 0) await this.renewalChain!.then(undefined, () => undefined);
+    try {
+      if (!wasHeld) return false;
+      const validUntil = await withDeadline(this.backend.extend(this.lock, Math.max(1, Math.ceil(ms))), this.operationTimeout, () =>
+        this.backendError('extend', `no reply within ${this.operationTimeout} ms; the lock will expire after its ttl`),
+      ).catch((error: unknown) => {
+        throw error instanceof LockError ? error : this.backendError('extend', String(error), error);
+      });
+      return validUntil !== null;
+    } finally {
+      this.ended(wasHeld);
+    }
   }
 
   private async doRelease(): Promise<void> {

@@ -121,6 +121,12 @@ export interface HeldLock extends AcquireRequest {
 export interface BackendSupport {
   readonly readWrite?: boolean;
   readonly semaphore?: boolean;
+  /**
+   * True when a lock that nobody renews any more disappears from the server `ttl` ms after its last
+   * `extend(lock, ttl)` (a key's expiry, a lease). False for ZooKeeper, whose nodes live as long as the session.
+   * `@ScheduledLock` relies on it to keep a firing's lock after the job without keeping anything in the process.
+   */
+  readonly expiry?: boolean;
 }
 
 /** What a backend can tell about one key. Fields it cannot know are left out. */

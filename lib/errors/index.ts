@@ -11,3 +11,4 @@ export * from './missing-package.error';
 export * from './invalid-key-template.error';
 export * from './unresolved-placeholder.error';
 export * from './cli-usage.error';
+export * from './scheduled-lock-config.error';

@@ -2,7 +2,8 @@ import { LockError } from './lock-error';
 
 /**
  * A `@WithLock` controller's module cannot see DistributedLockModule, so its LockInterceptor has no LockService.
- * Thrown at startup when DistributedLockModule is imported somewhere else, or per call when it is imported nowhere.
+ * Thrown at startup when DistributedLockModule is imported somewhere else, or per call when it is imported nowhere
+ * (also by a `@ScheduledLock` job that fires in an app without DistributedLockModule).
  */
 export class LockModuleMissingError extends LockError {
   override readonly name = 'LockModuleMissingError';
@@ -12,9 +13,11 @@ export class LockModuleMissingError extends LockError {
     readonly where: string,
     /** The module that declares the controller, when known. */
     readonly moduleName?: string,
+    /** The decorator that needs it: '@WithLock' or '@ScheduledLock'. */
+    decorator = '@WithLock',
   ) {
     super(
-      `@WithLock on ${where} has no LockService: import DistributedLockModule.forRoot(...) into ` +
+      `${decorator} on ${where} has no LockService: import DistributedLockModule.forRoot(...) into ` +
         `${moduleName ?? `the module that declares ${where.split('.')[0]}`}, or register it once with { isGlobal: true }.`,
     );
   }

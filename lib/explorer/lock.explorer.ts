@@ -1,9 +1,10 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { LOGGER_CONTEXT } from '../distributed-lock.constants';
-import { LockModuleMissingError } from '../errors';
+import { LockModuleMissingError, ScheduledLockConfigError } from '../errors';
 import { LockInterceptor } from '../interceptors/lock.interceptor';
 import { LockService } from '../lock.service';
+import { isScheduledJob } from '../schedule/job-timing';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
 import { createLockedMethod, isLockedMethod } from './locked-method';
 
@@ -64,6 +65,15 @@ export class LockExplorer implements OnModuleInit {
     }
     const methodNames = this.scanner.getAllMethodNames(prototype).filter((name) => this.metadata.getWithLock(prototype[name]));
     if (methodNames.length === 0) return;
+    const job = methodNames.find((name) => isScheduledJob(prototype[name]));
+    if (job !== undefined) {
+      // The scheduler keeps the method it found before this explorer runs: the lock would silently never be taken.
+      throw new ScheduledLockConfigError(
+        `${className}.${job}`,
+        'use it here instead of @WithLock. @WithLock on a @Cron, @Interval or @Timeout method would never run, because ' +
+          '@nestjs/schedule keeps the method it found before locks are applied; @ScheduledLock runs each firing on exactly one instance.',
+      );
+    }
     if (!wrapper.isDependencyTreeStatic()) {
       this.logger.warn(
         `${className} is request-scoped (or depends on a request-scoped provider), so @WithLock on ` +

@@ -19,8 +19,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '../..');
 const FIXTURES = { 'nest12-esm': { nestMajor: 12 }, 'nest11-cjs': { nestMajor: 11 } };
 const IOREDIS_MAJORS = ['5', '6'];
-const OPTIONAL_PEERS = ['etcd3', 'node-zookeeper-client', '@nestjs/terminus', '@opentelemetry/api'];
-const REPORTED = ['nest-distributed-lock', '@nestjs/common', '@nestjs/core', 'ioredis', 'typescript', 'rxjs', '@nestjs/terminus'];
+const OPTIONAL_PEERS = ['etcd3', 'node-zookeeper-client', '@nestjs/terminus', '@opentelemetry/api', '@nestjs/schedule'];
+const REPORTED = ['nest-distributed-lock', '@nestjs/common', '@nestjs/core', 'ioredis', 'typescript', 'rxjs', '@nestjs/terminus', '@nestjs/schedule'];
 
 const args = process.argv.slice(2);
 const option = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
@@ -120,7 +120,13 @@ async function testFixture(fixture, ioredisMajor, tarball, redisUrl, work) {
 
   // Phase 2: every optional peer, the README's and docs' TypeScript blocks, and a terminus health check.
   const { nestMajor } = FIXTURES[fixture];
-  run('npm', ['install', '--no-audit', '--no-fund', `@nestjs/terminus@^${nestMajor}`, 'etcd3', 'node-zookeeper-client', '@opentelemetry/api'], dir);
+  // @nestjs/schedule 6 goes with Nest 11, 12 with Nest 12.
+  const scheduleMajor = nestMajor === 11 ? 6 : nestMajor;
+  run(
+    'npm',
+    ['install', '--no-audit', '--no-fund', `@nestjs/terminus@^${nestMajor}`, `@nestjs/schedule@^${scheduleMajor}`, 'etcd3', 'node-zookeeper-client', '@opentelemetry/api'],
+    dir,
+  );
   cpSync(join(here, 'app', 'extras'), join(dir, 'extras'), { recursive: true });
   const blocks = extractDocBlocks(join(dir, 'doc-blocks'));
   writeFileSync(

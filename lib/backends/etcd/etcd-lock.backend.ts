@@ -38,7 +38,7 @@ export class EtcdLockBackend implements LockBackend {
   readonly kind = 'etcd';
   readonly address: string;
   /** Read/write locks and semaphores keep the same queue, lease and re-check rules as exclusive locks. */
-  readonly supports = { readWrite: true, semaphore: true } as const;
+  readonly supports = { readWrite: true, semaphore: true, expiry: true } as const;
 
   private readonly client: Etcd3;
   private readonly ownsClient: boolean;

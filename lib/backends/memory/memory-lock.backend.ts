@@ -40,7 +40,7 @@ interface KeyState {
 export class MemoryLockBackend implements LockBackend {
   readonly kind = 'memory';
   readonly address = 'in-process';
-  readonly supports = { readWrite: true, semaphore: true };
+  readonly supports = { readWrite: true, semaphore: true, expiry: true };
 
   private readonly keys = new Map<string, KeyState>();
   /** One counter for all keys: strictly increasing per key, and no per-key state left behind after release. */

@@ -109,7 +109,7 @@ export class RedisLockBackend implements LockBackend {
   /** A busy try leaves nothing on the server (no queue entry, no intent): see LockBackend.tryBeforeWait. */
   readonly tryBeforeWait = true;
   readonly address: string;
-  readonly supports = { readWrite: true, semaphore: true } as const;
+  readonly supports = { readWrite: true, semaphore: true, expiry: true } as const;
   readonly fairness: RedisFairness;
 
   private readonly client: RedisLockClient;

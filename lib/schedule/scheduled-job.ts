@@ -1,0 +1,126 @@
+import { Logger } from '@nestjs/common';
+import { raceAbort } from '../backends/shared/abort';
+import { currentLockScope, lockScopeKey, runInLockScope } from '../context/lock-context';
+import { LOGGER_CONTEXT } from '../distributed-lock.constants';
+import { LockServiceClosedError } from '../errors';
+import { LEAVE_TO_EXPIRE, LockHandle } from '../lock-handle';
+import type { LockService } from '../lock.service';
+import { monotonicNow } from '../utils/clock';
+import type { Firing, JobTiming } from './job-timing';
+import type { ScheduledLockMetadata } from './scheduled-lock-metadata';
+
+/** Jobs set up by the explorer, per provider instance and method. */
+const jobs = new WeakMap<object, Map<string | symbol, ScheduledJob>>();
+
+export function scheduledJobOf(instance: object, methodName: string | symbol): ScheduledJob | undefined {
+  return jobs.get(instance)?.get(methodName);
+}
+
+export function registerScheduledJob(instance: object, methodName: string | symbol, job: ScheduledJob): void {
+  let byMethod = jobs.get(instance);
+  if (!byMethod) jobs.set(instance, (byMethod = new Map()));
+  byMethod.set(methodName, job);
+}
+
+const logger = new Logger(LOGGER_CONTEXT);
+
+/**
+ * The firings running in one app. On shutdown they are awaited before LockService closes: closing would release
+ * a running firing's lock under it, and let another instance run that firing again.
+ */
+export class RunningFirings {
+  private readonly running = new Set<Promise<unknown>>();
+  private closing = false;
+
+  get isClosing(): boolean {
+    return this.closing;
+  }
+
+  track<T>(firing: Promise<T>): Promise<T> {
+    const forget = (): void => void this.running.delete(settled);
+    const settled: Promise<void> = firing.then(forget, forget);
+    this.running.add(settled);
+    return firing;
+  }
+
+  /** New firings are skipped from now on; resolves when the running ones have settled. */
+  async close(): Promise<number> {
+    this.closing = true;
+    const count = this.running.size;
+    await Promise.all([...this.running]);
+    return count;
+  }
+}
+
+/** Runs the firings of one `@ScheduledLock` method: each on the instance that gets its lock, skipped elsewhere. */
+export class ScheduledJob {
+  constructor(
+    private readonly locks: LockService,
+    private readonly where: string,
+    private readonly metadata: ScheduledLockMetadata,
+    private readonly timing: JobTiming,
+    private readonly running: RunningFirings,
+  ) {}
+
+  /** Resolves undefined when another instance runs this firing. Rejects with what the job threw, or LockLostError. */
+  fire(work: () => unknown): Promise<unknown> {
+    const firing = this.timing(Date.now());
+    if (this.running.isClosing) {
+      logger.debug(`${this.where}: firing "${firing.key}" skipped, the app is shutting down.`);
+      return Promise.resolve(undefined);
+    }
+    return this.running.track(this.run(firing, work));
+  }
+
+  private run(firing: Firing, work: () => unknown): Promise<unknown> {
+    return runInLockScope(async () => {
+      let handle: LockHandle | null;
+      try {
+        handle = await this.locks.tryAcquire(firing.key, this.metadata.lockOptions);
+      } catch (error) {
+        // A firing that races app.close(): nothing ran, nothing to report.
+        if (!(error instanceof LockServiceClosedError)) throw error;
+        logger.debug(`${this.where}: firing "${firing.key}" skipped, the app is shutting down.`);
+        return undefined;
+      }
+      if (!handle) {
+        logger.debug(`${this.where}: firing "${firing.key}" runs on another instance; skipped here.`);
+        return undefined;
+      }
+      const grantedAt = monotonicNow();
+      const scope = currentLockScope()!;
+      scope.held.set(lockScopeKey(handle), handle);
+      scope.handlerLockSet = { handles: new Map([[handle.key, handle]]) };
+      const lost = handle.signal;
+      try {
+        return await raceAbort(Promise.resolve().then(work), lost, () => lost.reason);
+      } finally {
+        // Until the slot ends, a late instance computes this firing's key; lockAtLeastFor covers clock skew beyond that.
+        const keepFor = Math.max(
+          (firing.slotEnd ?? 0) - Date.now(),
+          grantedAt + this.metadata.lockAtLeastFor - monotonicNow(),
+        );
+        await this.settle(handle, keepFor);
+      }
+    });
+  }
+
+  /** Releases the lock, or leaves it on the server for `keepFor` ms more, holding nothing in this process. */
+  private async settle(handle: LockHandle, keepFor: number): Promise<void> {
+    try {
+      if (keepFor <= 0 || !handle.isHeld) return await handle.release();
+      if (this.locks.backend.supports?.expiry) {
+        await handle[LEAVE_TO_EXPIRE](keepFor);
+        return;
+      }
+      // ZooKeeper: a node lives as long as the session, so keep renewing it and release later. Unref'd: this
+      // must not keep the process alive, and LockService.close() releases it at shutdown.
+      setTimeout(() => void handle.release().catch(() => undefined), keepFor).unref();
+    } catch (error) {
+      logger.warn(
+        `${this.where}: could not release or shorten the lock of firing "${handle.key}"; it expires after its ttl. ` +
+          (error instanceof Error ? error.message : String(error)),
+      );
+    }
+  }
+}
