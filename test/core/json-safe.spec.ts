@@ -45,7 +45,8 @@ describe('JSON-safe values', () => {
         const events: Record<string, unknown>[] = [];
         locks.events$.subscribe((event) => events.push(send(event)));
         try {
-          const lock = await locks.acquire('file:1', { ttl: 150 });
+          // A ttl long enough that a failed renewal is reported at-risk before validity runs out, even on a loaded machine.
+          const lock = await locks.acquire('file:1', { ttl: 1_000 });
           const expectedToken = lock.fencingToken.toString();
           expect(lock.fencingToken).toBeGreaterThan(offset);
           const renewals: Record<string, unknown>[] = [];
