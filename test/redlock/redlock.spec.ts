@@ -75,7 +75,7 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     }
   }
 
-  /** Keys this test left on instance `index`, except the fencing counters (which are meant to stay). */
+  /** Keys this test left on instance `index`, except the fencing counters (which stay for the ttl + retention). */
   async function strayKeys(index: number): Promise<string[]> {
     const keys = await admins[index].keys(`${ns}:*`); // ns is ours ([A-Za-z0-9.:-]), never user text
     return keys.filter((key) => !key.endsWith(':fence'));
@@ -209,6 +209,8 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     const first = await locks.acquire('fence', { ttl: 10_000, waitTimeout: 5_000 });
     expect(first.fencingToken).toBeGreaterThan(ahead);
     await first.release();
+    // The raised counters live until their own clocks pass the token (an hour), not just the ttl + retention.
+    for (let index = 1; index < quorum; index++) expect(await admins[index].pttl(names.fence)).toBeGreaterThan(3_500_000);
 
     // Now the first instances go and the last come back empty: the new majority shares only raised counters
     // with the old one. Without the raise, every counter it holds would be an hour behind the first token.
@@ -220,6 +222,20 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     const second = await locks.acquire('fence', { ttl: 10_000, waitTimeout: 10_000 });
     expect(second.fencingToken).toBeGreaterThan(first.fencingToken);
     await second.release();
+  });
+
+  it('leaves no key behind on any instance once ttl + fenceRetention passed, and none without expiry before', async () => {
+    const locks = service({ fenceRetention: 200 });
+    const names = Array.from({ length: 50 }, (_, index) => `order:${index}`);
+    const handles = await Promise.all(names.map((name) => locks.acquire(name, { ttl: 500, waitTimeout: 0 })));
+    for (const admin of admins) {
+      const keys = await admin.keys(`${ns}:*`); // ns is ours, never user text
+      expect(keys.length).toBeGreaterThan(0);
+      const ttls = await Promise.all(keys.map((key) => admin.pttl(key)));
+      expect(keys.filter((_, index) => ttls[index] === -1)).toEqual([]);
+    }
+    await Promise.all(handles.map((handle) => handle.release()));
+    for (const admin of admins) await eventually(async () => (await admin.keys(`${ns}:*`)).length === 0, 500 + 200 + 3_000);
   });
 
   it('read/write locks: readers share a quorum, writers exclude them', async () => {

@@ -4,7 +4,8 @@ import { RedisScript } from './redis-script';
 /**
  * Read (shared) lock.
  * KEYS: [1] lock, [2] fence, [3] readers, [4] writers-waiting, [5] queue, [6] queue expiry.
- * ARGV: [1] owner token, [2] ttl ms, [3] '' or 'queue' (join the FIFO queue when busy), [4] waiter ttl ms.
+ * ARGV: [1] owner token, [2] ttl ms, [3] '' or 'queue' (join the FIFO queue when busy), [4] waiter ttl ms,
+ *       [5] fencing counter retention ms (see LUA_NEXT_FENCE).
  * Returns {1, fencingToken} or {0, ms until something may change (-1: unknown)}, like ACQUIRE_SCRIPT.
  *
  * A reader enters when no writer holds the lock, no writer is waiting (a live intent), and no writer is
@@ -50,7 +51,7 @@ end
 if free then
   put_member(readers, token, now + ttl)
   if position then leave_queue(queue, expiry, entry) end
-  return {1, next_fence(fence)}
+  return {1, next_fence(fence, ttl, tonumber(ARGV[5]))}
 end
 if join == 'queue' then join_queue(queue, expiry, entry, now, waiter_ttl) end
 return {0, wait_hint}

@@ -5,7 +5,8 @@ import { RedisScript } from './redis-script';
  * Exclusive (= write) lock.
  * KEYS: [1] lock, [2] fence, [3] readers, [4] writers-waiting, [5] queue, [6] queue expiry.
  * ARGV: [1] owner token, [2] ttl ms, [3] how a busy caller waits: '' (it does not), 'intent' (register in
- *       writers-waiting, which holds new readers back) or 'queue' (FIFO entry), [4] waiter ttl ms.
+ *       writers-waiting, which holds new readers back) or 'queue' (FIFO entry), [4] waiter ttl ms,
+ *       [5] how long in ms the fencing counter outlives the ttl (see LUA_NEXT_FENCE).
  * Returns {1, fencingToken} when granted, {0, ms until something may change (-1: unknown)} when busy.
  *
  * The lock is free when the lock key is absent, no reader is live, and no FIFO waiter is ahead of us.
@@ -22,7 +23,7 @@ local token, ttl, join = ARGV[1], ARGV[2], ARGV[3]
 if redis.call('EXISTS', lock, readers, queue) == 0 then
   redis.call('SET', lock, token, 'PX', ttl)
   if join == 'intent' then redis.call('ZREM', waiting, token) end
-  return {1, next_fence(fence)}
+  return {1, next_fence(fence, tonumber(ttl), tonumber(ARGV[5]))}
 end
 `,
     LUA_SERVER_TIME,
@@ -51,7 +52,7 @@ if free then
   redis.call('SET', lock, token, 'PX', ttl)
   if join == 'queue' then leave_queue(queue, expiry, entry) end
   if join == 'intent' then redis.call('ZREM', waiting, token) end
-  return {1, next_fence(fence)}
+  return {1, next_fence(fence, tonumber(ttl), tonumber(ARGV[5]))}
 end
 if join == 'queue' then join_queue(queue, expiry, entry, now, waiter_ttl) end
 if join == 'intent' then put_member(waiting, token, now + waiter_ttl) end

@@ -61,7 +61,8 @@ function queueEntry(request: AcquireRequest): string {
   return ENTRY_PREFIX[kindOf(request)] + request.token;
 }
 
-export function acquireCall(request: AcquireRequest, style: WaitStyle, waiterTtl: number): ScriptCall {
+/** `fenceRetention`: how long in ms the fencing counter outlives the lock's ttl (see LUA_NEXT_FENCE). */
+export function acquireCall(request: AcquireRequest, style: WaitStyle, waiterTtl: number, fenceRetention: number): ScriptCall {
   const join = style === 'none' ? '' : style;
   const kind = kindOf(request);
   if (kind === 'semaphore') {
@@ -69,7 +70,7 @@ export function acquireCall(request: AcquireRequest, style: WaitStyle, waiterTtl
     return {
       script: ACQUIRE_SEMAPHORE_SCRIPT,
       keys: [keys.holders, keys.fence, keys.queue, keys.queueExpiry],
-      args: [request.token, request.ttl, request.permits!, join, waiterTtl],
+      args: [request.token, request.ttl, request.permits!, join, waiterTtl, fenceRetention],
       tag: keys.tag,
     };
   }
@@ -77,7 +78,7 @@ export function acquireCall(request: AcquireRequest, style: WaitStyle, waiterTtl
   return {
     script: kind === 'read' ? ACQUIRE_READ_SCRIPT : ACQUIRE_SCRIPT,
     keys: [keys.lock, keys.fence, keys.readers, keys.writersWaiting, keys.queue, keys.queueExpiry],
-    args: [request.token, request.ttl, join, waiterTtl],
+    args: [request.token, request.ttl, join, waiterTtl, fenceRetention],
     tag: keys.tag,
   };
 }
@@ -146,7 +147,7 @@ export function isLockedCall(namespace: string, key: string): ScriptCall {
   return { script: IS_LOCKED_SCRIPT, keys: [keys.lock, keys.readers], args: [], tag: keys.tag };
 }
 
-export function raiseFenceCall(request: Pick<AcquireRequest, 'namespace' | 'key'>, token: bigint): ScriptCall {
+export function raiseFenceCall(request: Pick<AcquireRequest, 'namespace' | 'key' | 'ttl'>, token: bigint, fenceRetention: number): ScriptCall {
   const keys = redisLockKeys(request.namespace, request.key);
-  return { script: RAISE_FENCE_SCRIPT, keys: [keys.fence], args: [token.toString()], tag: keys.tag };
+  return { script: RAISE_FENCE_SCRIPT, keys: [keys.fence], args: [token.toString(), request.ttl, fenceRetention], tag: keys.tag };
 }

@@ -27,6 +27,7 @@ import {
   type RedisConnection,
   type RedisLockClient,
 } from './redis-client';
+import { fenceRetentionOf } from './fence-retention';
 import { redisLockKeys, redisSemaphoreKeys } from './redis-keys';
 import { runBatch } from './script-batch';
 import { validityEnd } from './validity';
@@ -67,6 +68,13 @@ export interface RedisLockBackendTuning {
    * the waiter waits. Default 5 000.
    */
   waiterTtl?: number;
+  /**
+   * How long in ms a key's fencing counter stays on the server after the lock's ttl (and until the server's
+   * clock has passed it): nothing else is left per key name once its locks are gone. Tokens keep increasing
+   * after the counter expired as long as the server's clock does not step back by more than ttl + this.
+   * Default 60 000.
+   */
+  fenceRetention?: number;
 }
 
 export type RedisFairness = 'none' | 'fifo';
@@ -115,6 +123,7 @@ export class RedisLockBackend implements LockBackend {
   private readonly ownedClient?: RedisConnection;
   private readonly recheckInterval: number;
   private readonly waiterTtl: number;
+  private readonly fenceRetention: number;
   private subscriber?: ChannelSubscriber;
   /** Each waiting acquire: its abort controller (aborted by close()) and its outcome. */
   private readonly waits = new ClosableWaits();
@@ -136,6 +145,7 @@ export class RedisLockBackend implements LockBackend {
     if (!(this.waiterTtl >= MIN_WAITER_TTL) || !Number.isSafeInteger(this.waiterTtl)) {
       throw new TypeError(`RedisLockBackend: waiterTtl must be a whole number of ms >= ${MIN_WAITER_TTL}, got ${options.waiterTtl}.`);
     }
+    this.fenceRetention = fenceRetentionOf('RedisLockBackend', options.fenceRetention);
     if (options.client) {
       this.client = options.client;
     } else if (options.url !== undefined || options.redisOptions) {
@@ -351,7 +361,7 @@ export class RedisLockBackend implements LockBackend {
     inFlight?: InFlight,
   ): Promise<Attempt> {
     const startedAt = performance.now();
-    const call = runCall(this.client, acquireCall(request, style, this.waiterTtl));
+    const call = runCall(this.client, acquireCall(request, style, this.waiterTtl, this.fenceRetention));
     if (inFlight) inFlight.call = call;
     let abortedFirst = false;
     let reply: unknown;

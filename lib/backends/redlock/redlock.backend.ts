@@ -17,6 +17,7 @@ import {
 } from '../redis/lock-calls';
 import type { RedisLockClient } from '../redis/redis-client';
 import { runBatch, type BatchResult } from '../redis/script-batch';
+import { fenceRetentionOf } from '../redis/fence-retention';
 import { DEFAULT_DRIFT_FACTOR, validityEnd } from '../redis/validity';
 import { Wakeup } from '../redis/wakeup';
 import { askAll, asError, majorityOf, type Answer } from './ask-all';
@@ -46,6 +47,8 @@ export interface RedlockBackendOptions {
   retryJitter?: number;
   /** How long in ms a waiting writer's intent (which holds new readers back) outlives its last refresh. Default 5 000. */
   waiterTtl?: number;
+  /** How long in ms each instance keeps a key's fencing counter after the lock's ttl. Default 60 000 (see RedisLockBackend). */
+  fenceRetention?: number;
 }
 
 const DEFAULTS = { driftFactor: DEFAULT_DRIFT_FACTOR, requestTimeout: 1_000, recheckInterval: 1_000, retryJitter: 50, waiterTtl: 5_000 };
@@ -87,6 +90,7 @@ export class RedlockBackend implements LockBackend {
   private readonly recheckInterval: number;
   private readonly retryJitter: number;
   private readonly waiterTtl: number;
+  private readonly fenceRetention: number;
   private readonly waits = new ClosableWaits();
   private readonly cleanups = new Set<Promise<unknown>>();
   private closing?: Promise<void>;
@@ -112,6 +116,7 @@ export class RedlockBackend implements LockBackend {
     this.recheckInterval = positive('recheckInterval', options.recheckInterval ?? DEFAULTS.recheckInterval);
     this.retryJitter = positive('retryJitter', options.retryJitter ?? DEFAULTS.retryJitter, true);
     this.waiterTtl = positive('waiterTtl', options.waiterTtl ?? DEFAULTS.waiterTtl);
+    this.fenceRetention = fenceRetentionOf('RedlockBackend', options.fenceRetention);
   }
 
   async tryAcquire(request: AcquireRequest): Promise<LockGrant | null> {
@@ -264,7 +269,7 @@ export class RedlockBackend implements LockBackend {
    * majority granted or can no longer grant. Partial grants, and grants that come after the round, are released.
    */
   private async round(request: AcquireRequest, style: WaitStyle, operation: string, signal?: AbortSignal): Promise<Round> {
-    const call = acquireCall(request, style, this.waiterTtl);
+    const call = acquireCall(request, style, this.waiterTtl, this.fenceRetention);
     // An instance that takes longer than half the ttl could only grant a lock with little validity left.
     const timeout = Math.max(1, Math.min(this.requestTimeout, request.ttl / 2));
     const startedAt = performance.now();
@@ -286,7 +291,7 @@ export class RedlockBackend implements LockBackend {
       const hints = answers.flatMap((answer) => (answer.ok && !answer.value.granted && answer.value.retryIn >= 0 ? [answer.value.retryIn] : []));
       return { type: 'busy', retryIn: hints.length > 0 ? Math.min(...hints) : -1, split: granted.length > 0 };
     }
-    const agreed = await agreeOnFence(request, granted, this.quorum, timeout);
+    const agreed = await agreeOnFence(request, granted, this.quorum, timeout, this.fenceRetention);
     const validUntil = validityEnd(startedAt, request.ttl, this.driftFactor);
     const now = performance.now();
     if ('failures' in agreed || validUntil <= now || signal?.aborted) {
