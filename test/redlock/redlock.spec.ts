@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import Redis from 'ioredis';
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import { EXTEND_SCRIPT } from '../../lib/backends/redis/extend.lua';
+import { LEAVE_LOCK_SCRIPT } from '../../lib/backends/redis/leave.lua';
 import { LockQuorumError } from '../../lib/backends/redlock/lock-quorum.error';
 import { RedlockBackend, type RedlockBackendOptions } from '../../lib/backends/redlock/redlock.backend';
 import { LockBackendError, LockNotSupportedError, LockTimeoutError } from '../../lib/errors';
@@ -174,6 +175,30 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     // Without taking it back, the intent would keep instance 0's readers out until it expired (waiterTtl, 5 s).
     await eventually(async () => (await admins[0].exists(names.writersWaiting)) === 0, 2_000);
     await lock.release();
+  });
+
+  it('takes a writer\'s intent back behind a busy answer that came after the grant (NOSCRIPT, then EVAL)', async () => {
+    const names = redisLockKeys(ns, 'late-busy');
+    const last = admins[count - 1];
+    await last.set(names.lock, 'stale-holder', 'PX', 20_000);
+    // The last instance restarted (no scripts) but has since loaded the leave script, and it is stuck for a moment:
+    // its acquire meets NOSCRIPT after the others decided the round, and is sent again as EVAL, after the leave.
+    await last.script('FLUSH');
+    await last.script('LOAD', LEAVE_LOCK_SCRIPT.source);
+    await last.config('RESETSTAT');
+    const redlock = backend();
+    const request = { namespace: ns, key: 'late-busy', token: randomUUID(), ttl: 10_000 };
+    const busy = new Redis(servers[count - 1].url);
+    const stuck = busy.eval("local t = redis.call('TIME') local s = t[1] * 1000000 + t[2] repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] > s + 300000 return 1", 0);
+    await sleep(20); // let the busy script start
+    const grant = await redlock.acquire(request, new AbortController().signal);
+    await stuck;
+    await busy.quit();
+    await eventually(async () => /cmdstat_eval:calls=[1-9]/.test(await last.info('commandstats')), 2_000);
+    // Without waiting for that EVAL, the intent would stay until it expired (waiterTtl, 5 s).
+    await eventually(async () => (await last.exists(names.writersWaiting)) === 0, 2_000);
+    expect(await last.get(names.lock)).toBe('stale-holder');
+    await redlock.release({ ...request, fencingToken: grant.fencingToken });
   });
 
   it('an extension needs a majority: null once a majority is lost, LockQuorumError when too few answer', async () => {
