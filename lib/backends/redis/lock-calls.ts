@@ -61,10 +61,14 @@ function queueEntry(request: AcquireRequest): string {
   return ENTRY_PREFIX[kindOf(request)] + request.token;
 }
 
-/** `fenceRetention`: how long in ms the fencing counter outlives the lock's ttl (see LUA_NEXT_FENCE). */
-export function acquireCall(request: AcquireRequest, style: WaitStyle, waiterTtl: number, fenceRetention: number): ScriptCall {
-  const join = style === 'none' ? '' : style;
+/**
+ * `fenceRetention`: how long in ms the fencing counter outlives the lock's ttl (see LUA_NEXT_FENCE).
+ * `waits`: the caller waits when busy (acquire, not tryAcquire), so a busy holder's release must publish.
+ */
+export function acquireCall(request: AcquireRequest, style: WaitStyle, waiterTtl: number, fenceRetention: number, waits: boolean): ScriptCall {
   const kind = kindOf(request);
+  // A waiting reader has no entry to register outside FIFO mode, but still marks the writer it waits for.
+  const join = style !== 'none' ? style : waits && kind === 'read' ? 'wait' : '';
   if (kind === 'semaphore') {
     const keys = redisSemaphoreKeys(request.namespace, request.key);
     return {
@@ -116,9 +120,13 @@ export function releaseCall(lock: AcquireRequest, fifo: boolean, token = lock.to
     };
   }
   const keys = redisLockKeys(lock.namespace, lock.key);
-  return kind === 'read'
-    ? { script: RELEASE_READ_SCRIPT, keys: [keys.readers, keys.queue, keys.queueExpiry], args: [token, keys.channel, queues], tag: keys.tag }
-    : { script: RELEASE_SCRIPT, keys: [keys.lock, keys.queue, keys.queueExpiry], args: [token, keys.channel, queues], tag: keys.tag };
+  if (kind === 'read') {
+    return { script: RELEASE_READ_SCRIPT, keys: [keys.readers, keys.queue, keys.queueExpiry], args: [token, keys.channel, queues], tag: keys.tag };
+  }
+  // Without queues the script reads only the lock key: fewer keys and arguments are a measurable share of its cost.
+  return fifo
+    ? { script: RELEASE_SCRIPT, keys: [keys.lock, keys.queue, keys.queueExpiry], args: [token, keys.channel, queues], tag: keys.tag }
+    : { script: RELEASE_SCRIPT, keys: [keys.lock], args: [token, keys.channel], tag: keys.tag };
 }
 
 /** Takes a waiter's queue entry or writer's intent back; `undefined` when it has none to take back. */

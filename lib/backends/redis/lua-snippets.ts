@@ -57,6 +57,23 @@ local function next_fence(fence, ttl, retain)
 end
 `;
 
+/**
+ * Waiter marker. A release PUBLISHes only when someone may be waiting: a waiter that finds the lock held
+ * appends WAITED_SUFFIX to the holder's value (APPEND keeps its expiry), in the same script that saw it busy,
+ * so the holder's release, whenever it comes, publishes. A grant to a waiter carries the marker from the start:
+ * others (readers behind a writer's intent) may wait for it too. A lock that expires publishes nothing, as
+ * before: every wait is bounded by the holder's remaining ttl. Owner checks accept the value with or without
+ * it (stored tokens never contain a space).
+ */
+export const WAITED_SUFFIX = ' w';
+
+export const LUA_MARK_WAITED = `
+local function mark_waited(lock)
+  local value = redis.call('GET', lock)
+  if value and string.sub(value, -2) ~= '${WAITED_SUFFIX}' then redis.call('APPEND', lock, '${WAITED_SUFFIX}') end
+end
+`;
+
 /** ZSET member -> expiry helpers (readers, semaphore holders, writers' intents). */
 export const LUA_EXPIRING_MEMBERS = `
 local function live_members(zset, now)

@@ -28,6 +28,7 @@ import {
   type RedisLockClient,
 } from './redis-client';
 import { fenceRetentionOf } from './fence-retention';
+import { WAITED_SUFFIX } from './lua-snippets';
 import { redisLockKeys, redisSemaphoreKeys } from './redis-keys';
 import { runBatch } from './script-batch';
 import { validityEnd } from './validity';
@@ -361,7 +362,7 @@ export class RedisLockBackend implements LockBackend {
     inFlight?: InFlight,
   ): Promise<Attempt> {
     const startedAt = performance.now();
-    const call = runCall(this.client, acquireCall(request, style, this.waiterTtl, this.fenceRetention));
+    const call = runCall(this.client, acquireCall(request, style, this.waiterTtl, this.fenceRetention, operation === 'acquire'));
     if (inFlight) inFlight.call = call;
     let abortedFirst = false;
     let reply: unknown;
@@ -546,8 +547,13 @@ function storedHolder(holder: string): string {
   return lastStoredHolder;
 }
 
+/** A held lock's value may carry the waiter marker (LUA_MARK_WAITED); it is not part of the holder id. */
+function stripWaitedSuffix(stored: string): string {
+  return stored.endsWith(WAITED_SUFFIX) ? stored.slice(0, -WAITED_SUFFIX.length) : stored;
+}
+
 function holderOf(stored: string): { holder?: string; permits?: number } {
-  const [, permits, ...holder] = stored.split('|');
+  const [, permits, ...holder] = stripWaitedSuffix(stored).split('|');
   if (holder.length === 0) return {};
   return { holder: holder.join('|'), ...(permits && { permits: Number(permits) }) };
 }

@@ -269,7 +269,7 @@ export class RedlockBackend implements LockBackend {
    * majority granted or can no longer grant. Partial grants, and grants that come after the round, are released.
    */
   private async round(request: AcquireRequest, style: WaitStyle, operation: string, signal?: AbortSignal, sent?: SentCalls): Promise<Round> {
-    const call = acquireCall(request, style, this.waiterTtl, this.fenceRetention);
+    const call = acquireCall(request, style, this.waiterTtl, this.fenceRetention, operation === 'acquire');
     // An instance that takes longer than half the ttl could only grant a lock with little validity left.
     const timeout = Math.max(1, Math.min(this.requestTimeout, request.ttl / 2));
     const startedAt = performance.now();
