@@ -36,6 +36,24 @@ export class BenchServers {
     return counts;
   }
 
+  /**
+   * Server time in µs that Redis spent on the commands clients sent (`INFO commandstats` usec). A script's
+   * EVALSHA/EVAL usec already includes the commands it runs, which commandstats lists again on their own: so
+   * when any script ran, only the script commands count; otherwise every command does (our INFO excluded).
+   */
+  async redisServerUsec(): Promise<{ scripts: number; all: number }> {
+    const text = await this.monitor.info('commandstats');
+    let scripts = 0;
+    let all = 0;
+    for (const match of text.matchAll(/^cmdstat_([^:]+):calls=\d+,usec=(\d+)/gm)) {
+      const [name, usec] = [match[1], Number(match[2])];
+      if (name === 'info') continue;
+      all += usec;
+      if (name === 'evalsha' || name === 'eval' || name === 'evalsha_ro' || name === 'eval_ro' || name === 'fcall') scripts += usec;
+    }
+    return { scripts, all };
+  }
+
   /** gRPC messages etcd received per method since start (`/metrics`); each keepalive on a stream counts once. */
   async etcdRequestCounts(): Promise<Map<string, number>> {
     const response = await fetch(`${this.etcd.endpoint}/metrics`);

@@ -26,6 +26,13 @@ export interface UncontendedRow {
   readonly vsLimit: number | undefined;
   readonly vsBestPeer: number | undefined;
   readonly serverCallsPerOp: number;
+  /**
+   * Redis only: server µs per cycle from `INFO commandstats` (script commands when scripts ran, else all
+   * commands), and its median per-round ratio to the limit's: the server's own cost of a lock, unaffected by
+   * client CPU and the network.
+   */
+  readonly serverUsPerOp?: number;
+  readonly serverUsVsLimit?: number;
 }
 
 const TTL_MS = 10_000;
@@ -74,6 +81,8 @@ interface State {
   serverCalls: number;
   /** ops/s of each slice, one per round. */
   readonly sliceOps: number[];
+  /** Redis: server µs per cycle of each slice, one per round. */
+  readonly sliceServerUs: number[];
 }
 
 const KEY = 'uncontended';
@@ -83,13 +92,15 @@ function plan(servers: BenchServers, settings: UncontendedSettings): RoundPlan<S
     rounds: settings.rounds,
     async open(spec) {
       const adapter = await spec.create(servers.env, { ttl: TTL_MS });
-      const state: State = { spec, adapter, cycle: new Samples(), acquire: new Samples(), release: new Samples(), elapsed: 0, serverCalls: 0, sliceOps: [] };
+      const state: State = { spec, adapter, cycle: new Samples(), acquire: new Samples(), release: new Samples(), elapsed: 0, serverCalls: 0, sliceOps: [], sliceServerUs: [] };
       const warmEnd = performance.now() + settings.warmupMs;
       while (performance.now() < warmEnd) await adapter.release(await adapter.acquire(KEY));
       return state;
     },
     async slice(state) {
+      const redis = state.spec.store === 'redis';
       const before = await servers.counts(state.spec.store);
+      const usecBefore = redis ? await servers.redisServerUsec() : undefined;
       const start = performance.now();
       const end = start + settings.durationMs / settings.rounds;
       let now = start;
@@ -107,6 +118,7 @@ function plan(servers: BenchServers, settings: UncontendedSettings): RoundPlan<S
       }
       state.elapsed += now - start;
       state.sliceOps.push((cycles * 1000) / (now - start));
+      if (usecBefore) state.sliceServerUs.push(serverUsec(usecBefore, await servers.redisServerUsec()) / cycles);
       state.serverCalls += total(countDelta(before, await servers.counts(state.spec.store)), (name) => name === 'LeaseKeepAlive streams');
     },
     close: (state) => state.adapter.close(),
@@ -119,7 +131,13 @@ function withRoundRatios(states: readonly State[]): UncontendedRow[] {
     states.filter((state) => state.spec.role === role).reduce<State | undefined>((a, b) => (a && opsPerSecond(a) >= opsPerSecond(b) ? a : b), undefined);
   const limit = best('limit');
   const peer = best('peer');
-  return states.map((state) => toRow(state, roundRatio(state, limit), roundRatio(state, peer)));
+  return states.map((state) => toRow(state, roundRatio(state, limit), roundRatio(state, peer), serverUsRatio(state, limit)));
+}
+
+/** Script commands when any script ran in the slice, else every command (see BenchServers.redisServerUsec). */
+function serverUsec(before: { scripts: number; all: number }, after: { scripts: number; all: number }): number {
+  const scripts = after.scripts - before.scripts;
+  return scripts > 0 ? scripts : after.all - before.all;
 }
 
 function opsPerSecond(state: State): number {
@@ -131,7 +149,13 @@ function roundRatio(state: State, other: State | undefined): number | undefined 
   return summarize(state.sliceOps.map((ops, round) => ops / other.sliceOps[round])).median;
 }
 
-function toRow(state: State, vsLimit: number | undefined, vsBestPeer: number | undefined): UncontendedRow {
+/** Median over the rounds of this library's server µs per cycle divided by the limit's in the same round. */
+function serverUsRatio(state: State, limit: State | undefined): number | undefined {
+  if (!limit || state.sliceServerUs.length === 0 || limit.sliceServerUs.length !== state.sliceServerUs.length) return undefined;
+  return summarize(state.sliceServerUs.map((us, round) => us / limit.sliceServerUs[round])).median;
+}
+
+function toRow(state: State, vsLimit: number | undefined, vsBestPeer: number | undefined, serverUsVsLimit: number | undefined): UncontendedRow {
   return {
     name: state.spec.name,
     store: state.spec.store,
@@ -143,17 +167,24 @@ function toRow(state: State, vsLimit: number | undefined, vsBestPeer: number | u
     vsLimit,
     vsBestPeer,
     serverCallsPerOp: state.serverCalls / state.cycle.length,
+    ...(state.sliceServerUs.length > 0 && { serverUsPerOp: summarize(state.sliceServerUs).median, serverUsVsLimit }),
   };
 }
 
 function table(store: Store, rows: UncontendedRow[], failures: Failure[]): Table {
   const calls = store === 'redis' ? 'server cmds/op' : 'server reqs/op';
-  const headers = ['library', 'cycle p50 ms', 'cycle p99 ms', 'acquire p50 ms', 'release p50 ms', 'ops/s', 'vs limit', 'vs best peer', calls];
+  const redis = store === 'redis';
+  const headers = [
+    'library', 'cycle p50 ms', 'cycle p99 ms', 'acquire p50 ms', 'release p50 ms', 'ops/s', 'vs limit', 'vs best peer', calls,
+    ...(redis ? ['server µs/op', 'server µs vs limit'] : []),
+  ];
   return {
     title: store === 'redis' ? 'Redis' : 'etcd',
     notes: [
       store === 'redis'
-        ? 'server cmds/op counts every command Redis executed (INFO commandstats), including those run inside Lua scripts.'
+        ? 'server cmds/op counts every command Redis executed (INFO commandstats), including those run inside Lua scripts. ' +
+          'server µs/op: the median over the rounds of the server time per cycle (commandstats usec of EVALSHA/EVAL, which includes ' +
+          'the commands a script runs, or of every command when no script ran); vs limit: the median per-round ratio (lower is cheaper).'
         : 'server reqs/op counts gRPC messages etcd received (/metrics grpc_server_msg_received_total).',
       ...failureNotes(failures),
     ],
@@ -169,6 +200,7 @@ function table(store: Store, rows: UncontendedRow[], failures: Failure[]): Table
         ratio(row.vsLimit),
         ratio(row.vsBestPeer),
         num(row.serverCallsPerOp, 1),
+        ...(redis ? [row.serverUsPerOp === undefined ? 'n/a' : num(row.serverUsPerOp, 2), ratio(row.serverUsVsLimit)] : []),
       ]),
       ...failures.map((failure) => failedRow(failure, headers.length)),
     ],

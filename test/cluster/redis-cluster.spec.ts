@@ -12,6 +12,7 @@ import { uniqueNamespace } from '../support/backends';
 import { freeTestPort } from '../support/free-port';
 import { clusterClient, startRedisCluster, type TestRedisCluster } from '../support/redis-cluster';
 import { sleep } from '../support/time';
+import { eventually } from '../redis/redis-spec-helpers';
 
 const MARGIN = 5_000;
 const SUBSCRIBER_NAME = 'nest-distributed-lock:subscriber';
@@ -114,6 +115,32 @@ describe('Redis Cluster (3 masters)', () => {
       await Promise.all(readers.map((reader) => reader.release()));
     }
     expect(await other.isLocked(KEYS[0])).toBe(false);
+  });
+
+  it('leaves no key on any master once ttl + fenceRetention passed, and none without expiry while held', async () => {
+    const locks = service({ fenceRetention: 200 });
+    const held: LockHandle[] = [];
+    for (const key of KEYS) {
+      held.push(await locks.acquire(key, { ttl: 500, waitTimeout: 0 }));
+      held.push(await locks.acquire(key, { permits: 2, ttl: 500, waitTimeout: 0 }));
+    }
+    const nodes = cluster.nodes.map((_, index) => cluster.nodeClient(index));
+    try {
+      // Each node answers for its own slots only; ns is ours, never user text.
+      const perNode = await Promise.all(nodes.map((node) => node.keys(`${ns}:*`)));
+      expect(perNode.every((keys) => keys.length > 0)).toBe(true);
+      const unexpiring = await Promise.all(
+        perNode.map(async (keys, index) => {
+          const ttls = await Promise.all(keys.map((key) => nodes[index].pttl(key)));
+          return keys.filter((_, at) => ttls[at] === -1);
+        }),
+      );
+      expect(unexpiring.flat()).toEqual([]);
+      await Promise.all(held.map((lock) => lock.release()));
+      for (const node of nodes) await eventually(async () => (await node.keys(`${ns}:*`)).length === 0, 500 + 200 + 3_000);
+    } finally {
+      nodes.forEach((node) => node.disconnect());
+    }
   });
 
   it('one subscriber hears releases on every master: a waiter is woken across nodes', async () => {

@@ -36,14 +36,16 @@ describe('Redis fencing tokens', () => {
     for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
   });
 
-  it('start at the server clock in microseconds and are kept in a counter without expiry', async () => {
+  it('start at the server clock in microseconds and are kept in a counter for the ttl plus the retention', async () => {
     const [seconds, micros] = await client.time();
     const before = BigInt(seconds) * 1_000_000n + BigInt(micros);
     const token = await takeAndRelease('clocked');
     expect(token).toBeGreaterThanOrEqual(before);
     const fence = redisLockKeys(NAMESPACE, 'clocked').fence;
     expect(await client.get(fence)).toBe(token.toString());
-    expect(await client.pttl(fence)).toBe(-1);
+    const pttl = await client.pttl(fence);
+    expect(pttl).toBeGreaterThan(50_000); // lockRequest's 10 s ttl + the default 60 s retention
+    expect(pttl).toBeLessThanOrEqual(70_000);
   });
 
   it('keep increasing after FLUSHALL wiped the counter (a restart without persistence)', async () => {

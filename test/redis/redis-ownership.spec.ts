@@ -4,7 +4,7 @@ import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
 import { driftAllowance } from '../../lib/backends/redis/validity';
 import { startLocalRedis, type LocalRedisServer } from './local-redis-server';
-import { held, lockRequest, NAMESPACE } from './redis-spec-helpers';
+import { eventually, held, lockRequest, NAMESPACE } from './redis-spec-helpers';
 
 /** Client connections the server has, other than the one asking. */
 async function clientCount(admin: Redis): Promise<number> {
@@ -85,15 +85,28 @@ describe('Redis lock ownership', () => {
     await backend.release(held(second, secondGrant!));
   });
 
-  it('publishes on the key’s channel when it releases', async () => {
+  it('publishes on the key’s channel when it releases a lock someone waits for (and only then)', async () => {
     const subscriber = new Redis(server.url);
     const channel = redisLockKeys(NAMESPACE, 'published').channel;
     await subscriber.subscribe(channel);
-    const message = new Promise<string>((resolve) => subscriber.once('message', (from: string) => resolve(from)));
+    const messages: string[] = [];
+    subscriber.on('message', (from: string) => messages.push(from));
+    // Uncontended: nobody waits, nothing to publish.
+    const alone = lockRequest('published');
+    await backend.release(held(alone, (await backend.tryAcquire(alone))!));
+
     const request = lockRequest('published');
     const grant = await backend.tryAcquire(request);
+    const waiter = lockRequest('published');
+    const waiting = backend.acquire(waiter, new AbortController().signal);
+    await eventually(async () => ((await client.get(redisLockKeys(NAMESPACE, 'published').lock)) ?? '').endsWith(' w'));
     await backend.release(held(request, grant!));
-    expect(await message).toBe(channel);
+    await backend.release(held(waiter, await waiting));
+    // Our PING's reply comes after every message published before it on this connection.
+    await subscriber.ping();
+    // The holder's release, and the waiter's (a grant to a waiter is marked: others may wait behind it);
+    // none for the uncontended one.
+    expect(messages).toEqual([channel, channel]);
     await subscriber.quit();
   });
 

@@ -14,7 +14,7 @@ import { RELEASE_READ_SCRIPT } from '../../lib/backends/redis/release-read.lua';
 import { RELEASE_SEMAPHORE_SCRIPT } from '../../lib/backends/redis/release-semaphore.lua';
 import { RELEASE_SCRIPT } from '../../lib/backends/redis/release.lua';
 import { startLocalRedis, type LocalRedisServer } from './local-redis-server';
-import { held, lockRequest } from './redis-spec-helpers';
+import { eventually, held, lockRequest, NAMESPACE } from './redis-spec-helpers';
 
 /** calls / failed_calls of one command from INFO commandstats. */
 async function commandStats(client: Redis, command: string): Promise<{ calls: number; failed: number }> {
@@ -97,7 +97,7 @@ describe('Redis scripts', () => {
     await own.close();
   });
 
-  it('run EXISTS, SET, TIME, SET ... GET to acquire and GET, DEL, PUBLISH to release (default mode, uncontended)', async () => {
+  it('run EXISTS, SET, TIME, SET ... GET to acquire and GET, DEL to release, with no PUBLISH (default mode, uncontended)', async () => {
     const request = lockRequest('server-commands');
     await backend.tryAcquire(lockRequest('server-commands-warm-up')); // scripts loaded
     for (const round of [1, 2]) {
@@ -106,7 +106,22 @@ describe('Redis scripts', () => {
       const grant = await backend.tryAcquire({ ...request, token: `${request.token}-${round}` });
       expect(grant).not.toBeNull();
       expect(await backend.release(held({ ...request, token: `${request.token}-${round}` }, grant!))).toBe(true);
-      expect(await executedCommands(admin)).toEqual({ evalsha: 2, exists: 1, set: 2, time: 1, get: 1, del: 1, publish: 1 });
+      expect(await executedCommands(admin)).toEqual({ evalsha: 2, exists: 1, set: 2, time: 1, get: 1, del: 1 });
+    }
+  });
+
+  it('publish on release only when a waiter marked the lock: a writer, or a reader behind it', async () => {
+    for (const mode of ['exclusive', 'read'] as const) {
+      const key = `marked-${mode}`;
+      const holder = lockRequest(key);
+      const grant = await backend.tryAcquire(holder);
+      const waiter: AcquireRequest = { ...lockRequest(key), mode };
+      const waiting = backend.acquire(waiter, new AbortController().signal);
+      await eventually(async () => ((await admin.get(redisLockKeys(NAMESPACE, key).lock)) ?? '').endsWith(' w'));
+      await admin.config('RESETSTAT');
+      expect(await backend.release(held(holder, grant!))).toBe(true);
+      expect((await executedCommands(admin)).publish).toBe(1);
+      expect(await backend.release(held(waiter, await waiting))).toBe(true);
     }
   });
 

@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import Redis from 'ioredis';
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import { EXTEND_SCRIPT } from '../../lib/backends/redis/extend.lua';
+import { LEAVE_LOCK_SCRIPT } from '../../lib/backends/redis/leave.lua';
 import { LockQuorumError } from '../../lib/errors';
 import { RedlockBackend, type RedlockBackendOptions } from '../../lib/backends/redlock/redlock.backend';
 import { LockBackendError, LockNotSupportedError, LockTimeoutError } from '../../lib/errors';
@@ -75,7 +76,7 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     }
   }
 
-  /** Keys this test left on instance `index`, except the fencing counters (which are meant to stay). */
+  /** Keys this test left on instance `index`, except the fencing counters (which stay for the ttl + retention). */
   async function strayKeys(index: number): Promise<string[]> {
     const keys = await admins[index].keys(`${ns}:*`); // ns is ours ([A-Za-z0-9.:-]), never user text
     return keys.filter((key) => !key.endsWith(':fence'));
@@ -86,7 +87,8 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     const lock = await locks.acquire('doc', { ttl: 10_000 });
     const names = redisLockKeys(ns, 'doc');
     const values = await Promise.all(admins.map((admin) => admin.get(names.lock)));
-    expect(values.filter((value) => value === lock.token).length).toBeGreaterThanOrEqual(quorum);
+    // A grant through acquire() may carry the waiter marker (' w'): its release then publishes.
+    expect(values.filter((value) => value === lock.token || value === `${lock.token} w`).length).toBeGreaterThanOrEqual(quorum);
     const counters = await Promise.all(admins.map(async (admin) => BigInt((await admin.get(names.fence)) ?? '0')));
     expect(counters.filter((counter) => counter >= lock.fencingToken).length).toBeGreaterThanOrEqual(quorum);
     expect(await locks.isLocked('doc')).toBe(true);
@@ -170,10 +172,35 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     for (let index = 1; index < quorum; index++) await admins[index].set(names.lock, 'brief-holder', 'PX', 400);
     const locks = service({ recheckInterval: 100 });
     const lock = await locks.acquire('minority', { ttl: 10_000, waitTimeout: 10_000 });
-    expect(await admins[0].get(names.lock)).toBe('stale-holder');
+    // Still the stale holder's, marked by our waiting writer (so its release would have woken us).
+    expect(await admins[0].get(names.lock)).toBe('stale-holder w');
     // Without taking it back, the intent would keep instance 0's readers out until it expired (waiterTtl, 5 s).
     await eventually(async () => (await admins[0].exists(names.writersWaiting)) === 0, 2_000);
     await lock.release();
+  });
+
+  it('takes a writer\'s intent back behind a busy answer that came after the grant (NOSCRIPT, then EVAL)', async () => {
+    const names = redisLockKeys(ns, 'late-busy');
+    const last = admins[count - 1];
+    await last.set(names.lock, 'stale-holder', 'PX', 20_000);
+    // The last instance restarted (no scripts) but has since loaded the leave script, and it is stuck for a moment:
+    // its acquire meets NOSCRIPT after the others decided the round, and is sent again as EVAL, after the leave.
+    await last.script('FLUSH');
+    await last.script('LOAD', LEAVE_LOCK_SCRIPT.source);
+    await last.config('RESETSTAT');
+    const redlock = backend();
+    const request = { namespace: ns, key: 'late-busy', token: randomUUID(), ttl: 10_000 };
+    const busy = new Redis(servers[count - 1].url);
+    const stuck = busy.eval("local t = redis.call('TIME') local s = t[1] * 1000000 + t[2] repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] > s + 300000 return 1", 0);
+    await sleep(20); // let the busy script start
+    const grant = await redlock.acquire(request, new AbortController().signal);
+    await stuck;
+    await busy.quit();
+    await eventually(async () => /cmdstat_eval:calls=[1-9]/.test(await last.info('commandstats')), 2_000);
+    // Without waiting for that EVAL, the intent would stay until it expired (waiterTtl, 5 s).
+    await eventually(async () => (await last.exists(names.writersWaiting)) === 0, 2_000);
+    expect(await last.get(names.lock)).toBe('stale-holder w');
+    await redlock.release({ ...request, fencingToken: grant.fencingToken });
   });
 
   it('an extension needs a majority: null once a majority is lost, LockQuorumError when too few answer', async () => {
@@ -209,6 +236,8 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     const first = await locks.acquire('fence', { ttl: 10_000, waitTimeout: 5_000 });
     expect(first.fencingToken).toBeGreaterThan(ahead);
     await first.release();
+    // The raised counters live until their own clocks pass the token (an hour), not just the ttl + retention.
+    for (let index = 1; index < quorum; index++) expect(await admins[index].pttl(names.fence)).toBeGreaterThan(3_500_000);
 
     // Now the first instances go and the last come back empty: the new majority shares only raised counters
     // with the old one. Without the raise, every counter it holds would be an hour behind the first token.
@@ -220,6 +249,20 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     const second = await locks.acquire('fence', { ttl: 10_000, waitTimeout: 10_000 });
     expect(second.fencingToken).toBeGreaterThan(first.fencingToken);
     await second.release();
+  });
+
+  it('leaves no key behind on any instance once ttl + fenceRetention passed, and none without expiry before', async () => {
+    const locks = service({ fenceRetention: 200 });
+    const names = Array.from({ length: 50 }, (_, index) => `order:${index}`);
+    const handles = await Promise.all(names.map((name) => locks.acquire(name, { ttl: 500, waitTimeout: 0 })));
+    for (const admin of admins) {
+      const keys = await admin.keys(`${ns}:*`); // ns is ours, never user text
+      expect(keys.length).toBeGreaterThan(0);
+      const ttls = await Promise.all(keys.map((key) => admin.pttl(key)));
+      expect(keys.filter((_, index) => ttls[index] === -1)).toEqual([]);
+    }
+    await Promise.all(handles.map((handle) => handle.release()));
+    for (const admin of admins) await eventually(async () => (await admin.keys(`${ns}:*`)).length === 0, 500 + 200 + 3_000);
   });
 
   it('read/write locks: readers share a quorum, writers exclude them', async () => {

@@ -1,10 +1,12 @@
-import { lua, LUA_EXPIRING_MEMBERS, LUA_NEXT_FENCE, LUA_QUEUE, LUA_SERVER_TIME } from './lua-snippets';
+import { lua, LUA_EXPIRING_MEMBERS, LUA_MARK_WAITED, LUA_NEXT_FENCE, LUA_QUEUE, LUA_SERVER_TIME } from './lua-snippets';
 import { RedisScript } from './redis-script';
 
 /**
  * Read (shared) lock.
  * KEYS: [1] lock, [2] fence, [3] readers, [4] writers-waiting, [5] queue, [6] queue expiry.
- * ARGV: [1] owner token, [2] ttl ms, [3] '' or 'queue' (join the FIFO queue when busy), [4] waiter ttl ms.
+ * ARGV: [1] owner token, [2] ttl ms, [3] '' (a try), 'wait' (a waiter) or 'queue' (a waiter that joins the
+ *       FIFO queue when busy), [4] waiter ttl ms,
+ *       [5] fencing counter retention ms (see LUA_NEXT_FENCE).
  * Returns {1, fencingToken} or {0, ms until something may change (-1: unknown)}, like ACQUIRE_SCRIPT.
  *
  * A reader enters when no writer holds the lock, no writer is waiting (a live intent), and no writer is
@@ -17,6 +19,7 @@ export const ACQUIRE_READ_SCRIPT = new RedisScript(
     LUA_NEXT_FENCE,
     LUA_EXPIRING_MEMBERS,
     LUA_QUEUE,
+    LUA_MARK_WAITED,
     `
 local lock, fence, readers, waiting, queue, expiry = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local token, ttl, join, waiter_ttl = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
@@ -50,9 +53,11 @@ end
 if free then
   put_member(readers, token, now + ttl)
   if position then leave_queue(queue, expiry, entry) end
-  return {1, next_fence(fence)}
+  return {1, next_fence(fence, ttl, tonumber(ARGV[5]))}
 end
 if join == 'queue' then join_queue(queue, expiry, entry, now, waiter_ttl) end
+-- A waiter behind a writer: that writer's release must publish.
+if join ~= '' and redis.call('EXISTS', lock) == 1 then mark_waited(lock) end
 return {0, wait_hint}
 `,
   ),

@@ -4,7 +4,8 @@ import { RedisScript } from './redis-script';
 /**
  * Counting semaphore, apart from the lock of the same name (its own ZSET of holders).
  * KEYS: [1] holders, [2] fence, [3] queue, [4] queue expiry.
- * ARGV: [1] owner token, [2] ttl ms, [3] permits, [4] '' or 'queue', [5] waiter ttl ms.
+ * ARGV: [1] owner token, [2] ttl ms, [3] permits, [4] '' or 'queue', [5] waiter ttl ms,
+ *       [6] fencing counter retention ms (see LUA_NEXT_FENCE).
  * Returns {1, fencingToken} or {0, ms until the earliest holder expires (-1: unknown)}.
  *
  * A holder is a member whose expiry lies ahead, so a crashed holder's permit frees after its ttl.
@@ -38,7 +39,7 @@ end
 if free > 0 then
   put_member(holders, token, now + ttl)
   if position then leave_queue(queue, expiry, entry) end
-  return {1, next_fence(fence)}
+  return {1, next_fence(fence, ttl, tonumber(ARGV[6]))}
 end
 if join == 'queue' then join_queue(queue, expiry, entry, now, waiter_ttl) end
 return {0, wait_hint}

@@ -1,15 +1,17 @@
-import { lua, LUA_EXPIRING_MEMBERS, LUA_NEXT_FENCE, LUA_QUEUE, LUA_SERVER_TIME } from './lua-snippets';
+import { lua, LUA_EXPIRING_MEMBERS, LUA_MARK_WAITED, LUA_NEXT_FENCE, LUA_QUEUE, LUA_SERVER_TIME, WAITED_SUFFIX } from './lua-snippets';
 import { RedisScript } from './redis-script';
 
 /**
  * Exclusive (= write) lock.
  * KEYS: [1] lock, [2] fence, [3] readers, [4] writers-waiting, [5] queue, [6] queue expiry.
  * ARGV: [1] owner token, [2] ttl ms, [3] how a busy caller waits: '' (it does not), 'intent' (register in
- *       writers-waiting, which holds new readers back) or 'queue' (FIFO entry), [4] waiter ttl ms.
+ *       writers-waiting, which holds new readers back) or 'queue' (FIFO entry), [4] waiter ttl ms,
+ *       [5] how long in ms the fencing counter outlives the ttl (see LUA_NEXT_FENCE).
  * Returns {1, fencingToken} when granted, {0, ms until something may change (-1: unknown)} when busy.
  *
  * The lock is free when the lock key is absent, no reader is live, and no FIFO waiter is ahead of us.
  * Uncontended, that is EXISTS, SET, TIME and SET ... GET (the fencing counter) in this one round trip.
+ * A caller that waits (join ~= '') marks a busy holder's value, and is granted a marked one (LUA_MARK_WAITED).
  */
 export const ACQUIRE_SCRIPT = new RedisScript(
   'acquire',
@@ -20,14 +22,19 @@ local lock, fence, readers, waiting, queue, expiry = KEYS[1], KEYS[2], KEYS[3], 
 local token, ttl, join = ARGV[1], ARGV[2], ARGV[3]
 
 if redis.call('EXISTS', lock, readers, queue) == 0 then
-  redis.call('SET', lock, token, 'PX', ttl)
-  if join == 'intent' then redis.call('ZREM', waiting, token) end
-  return {1, next_fence(fence)}
+  if join == '' then
+    redis.call('SET', lock, token, 'PX', ttl)
+  else
+    redis.call('SET', lock, token .. '${WAITED_SUFFIX}', 'PX', ttl)
+    if join == 'intent' then redis.call('ZREM', waiting, token) end
+  end
+  return {1, next_fence(fence, tonumber(ttl), tonumber(ARGV[5]))}
 end
 `,
     LUA_SERVER_TIME,
     LUA_EXPIRING_MEMBERS,
     LUA_QUEUE,
+    LUA_MARK_WAITED,
     `
 local waiter_ttl = tonumber(ARGV[4])
 local _, now = server_time()
@@ -48,13 +55,16 @@ if redis.call('EXISTS', queue) == 1 then
 end
 
 if free then
-  redis.call('SET', lock, token, 'PX', ttl)
+  local value = token
+  if join ~= '' then value = token .. '${WAITED_SUFFIX}' end
+  redis.call('SET', lock, value, 'PX', ttl)
   if join == 'queue' then leave_queue(queue, expiry, entry) end
   if join == 'intent' then redis.call('ZREM', waiting, token) end
-  return {1, next_fence(fence)}
+  return {1, next_fence(fence, tonumber(ttl), tonumber(ARGV[5]))}
 end
 if join == 'queue' then join_queue(queue, expiry, entry, now, waiter_ttl) end
 if join == 'intent' then put_member(waiting, token, now + waiter_ttl) end
+if join ~= '' and wait_hint ~= -2 then mark_waited(lock) end
 return {0, wait_hint}
 `,
   ),

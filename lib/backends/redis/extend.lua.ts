@@ -1,13 +1,16 @@
+import { WAITED_SUFFIX } from './lua-snippets';
 import { RedisScript } from './redis-script';
 
 /**
  * KEYS[1] lock; ARGV[1] owner token, ARGV[2] new ttl in ms. Returns 1 when extended, 0 when the lock is
  * no longer ours. Compare and PEXPIRE in one script, so we never extend a lock that someone else now holds.
+ * The value is ours with or without the waiter marker (LUA_MARK_WAITED); PEXPIRE keeps it.
  */
 export const EXTEND_SCRIPT = new RedisScript(
   'extend',
   `
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+local value = redis.call('GET', KEYS[1])
+if value == ARGV[1] or value == ARGV[1] .. '${WAITED_SUFFIX}' then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0
@@ -28,7 +31,8 @@ export const EXTEND_MANY_SCRIPT = new RedisScript(
   `
 local results = {}
 for i, key in ipairs(KEYS) do
-  if redis.call('GET', key) == ARGV[2 * i - 1] then
+  local value, token = redis.call('GET', key), ARGV[2 * i - 1]
+  if value == token or value == token .. '${WAITED_SUFFIX}' then
     results[i] = redis.call('PEXPIRE', key, ARGV[2 * i])
   else
     results[i] = 0

@@ -21,29 +21,56 @@ end
  * A plain INCR would be one command cheaper, but after such a rollback it would hand out tokens that were
  * already issued, in exactly the failures fencing exists for; so the clock is read on every grant.
  *
- * `SET ... GET` writes the clock and returns the old value in one command (Redis >= 6.2); it only has to be
- * corrected when the counter was ahead of the clock (several grants in one microsecond, or a counter raised
- * by Redlock from a faster clock). Older servers answer it with a syntax error: then GET and SET as before.
- * The clock's token is built as text (string.format on every call costs more than the rest of this), and
- * compared as numbers (whatever the counter holds, e.g. after manual edits). Microseconds since 1970 stay
+ * The counter expires, so nothing stays behind per lock name (a service that locks per order id would
+ * otherwise grow Redis without bound): at max(now + ttl, the counter's own time) + `retain` ms, an absolute
+ * time (PXAT), so a replica or a restarted server drops it at the same point of its own clock. Once it is
+ * gone, that clock is past the counter by at least `retain` ms, so the clock alone gives a larger token than
+ * every one handed out before. The lock itself lives as long as it is renewed; the counter need not: every
+ * token after the lock's end comes from a clock that is past the counter anyway (docs: fencing on Redis).
+ *
+ * `SET ... GET PXAT` writes the clock, its expiry and returns the old value in one command (Redis >= 6.2);
+ * it only has to be corrected when the counter was ahead of the clock (several grants in one microsecond, or
+ * a counter raised by Redlock from a faster clock). Older servers answer it with a syntax error: then GET and
+ * SET PX. The clock's token is built as text (string.format on every call costs more than the rest of this),
+ * and compared as numbers (whatever the counter holds, e.g. after manual edits). Microseconds since 1970 stay
  * below 2^53 until the year 2255, so Lua's doubles hold them and the rare `+ 1` exactly. The token travels as
  * a string because Redis truncates Lua numbers in replies to integers.
  */
 export const LUA_NEXT_FENCE = `
-local function next_fence(fence)
+local function next_fence(fence, ttl, retain)
   local t = redis.call('TIME')
   local token = t[1] .. string.sub('00000' .. t[2], -6)
-  local last = redis.pcall('SET', fence, token, 'GET')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local expires = now + ttl + retain
+  local last = redis.pcall('SET', fence, token, 'GET', 'PXAT', expires)
   if type(last) == 'table' and last.err then
     last = redis.call('GET', fence)
-    redis.call('SET', fence, token)
+    redis.call('SET', fence, token, 'PX', expires - now)
   end
   local previous = tonumber(last)
   if previous and previous >= tonumber(token) then
     token = string.format('%.0f', previous + 1)
-    redis.call('SET', fence, token)
+    expires = math.max(expires, math.floor((previous + 1) / 1000) + 1 + retain)
+    redis.call('SET', fence, token, 'PX', expires - now)
   end
   return token
+end
+`;
+
+/**
+ * Waiter marker. A release PUBLISHes only when someone may be waiting: a waiter that finds the lock held
+ * appends WAITED_SUFFIX to the holder's value (APPEND keeps its expiry), in the same script that saw it busy,
+ * so the holder's release, whenever it comes, publishes. A grant to a waiter carries the marker from the start:
+ * others (readers behind a writer's intent) may wait for it too. A lock that expires publishes nothing, as
+ * before: every wait is bounded by the holder's remaining ttl. Owner checks accept the value with or without
+ * it (stored tokens never contain a space).
+ */
+export const WAITED_SUFFIX = ' w';
+
+export const LUA_MARK_WAITED = `
+local function mark_waited(lock)
+  local value = redis.call('GET', lock)
+  if value and string.sub(value, -2) ~= '${WAITED_SUFFIX}' then redis.call('APPEND', lock, '${WAITED_SUFFIX}') end
 end
 `;
 

@@ -14,6 +14,9 @@
  *   <ns>:{<enc>}:semaphore:released         pub/sub channel of the semaphore
  *   <ns>:{<enc>}:fence                      fencing counter of the name (lock, readers and semaphore alike)
  *
+ * Every one of them expires: the lock with its ttl, ZSETs and queues with their last member, the counter
+ * after the ttl plus a retention (LUA_NEXT_FENCE). A name that is no longer locked leaves nothing behind.
+ *
  * The namespace cannot contain braces (the core validates it) and `enc` removes every brace from the
  * user's key, so the tag is always exactly the encoded key: a user key such as `a}:fence` or `{a}` can
  * neither move the hash tag nor land on another key's helper (`a}:fence` -> `ns:{a%7D:fence}`, which is

@@ -2,7 +2,7 @@ import type { ElectionBackend } from '../../leader-election/election-backend.int
 import { RedisElection } from '../../leader-election/redis/redis-election';
 import { LockBackendError } from '../../errors/lock-backend.error';
 import { LockError } from '../../errors/lock-error';
-import type { AcquireRequest, BackendInspection, HeldLock, InspectedEntry, LockBackend, LockGrant } from '../lock-backend.interface';
+import type { AcquireRequest, BackendInspection, HeldLock, LockBackend, LockGrant } from '../lock-backend.interface';
 import { raceAbort, timeoutSignal } from '../shared/abort';
 import { ClosableWaits } from '../shared/closable-waits';
 import { loadOptionalPackage } from '../../utils/optional-package';
@@ -29,8 +29,10 @@ import {
   type RedisConnectionOptions,
   type RedisLockClient,
 } from './redis-client';
-import { redisLockKeys, redisSemaphoreKeys } from './redis-keys';
+import { fenceRetentionOf } from './fence-retention';
 import { runBatch } from './script-batch';
+import { storedToken, withStoredToken } from './stored-token';
+import { inspectRedis, type InspectCommands } from './redis-inspect';
 import { validityEnd } from './validity';
 import { Wakeup } from './wakeup';
 
@@ -69,6 +71,13 @@ export interface RedisLockBackendTuning {
    * the waiter waits. Default 5 000.
    */
   waiterTtl?: number;
+  /**
+   * How long in ms a key's fencing counter stays on the server after the lock's ttl (and until the server's
+   * clock has passed it): nothing else is left per key name once its locks are gone. Tokens keep increasing
+   * after the counter expired as long as the server's clock does not step back by more than ttl + this.
+   * Default 60 000.
+   */
+  fenceRetention?: number;
 }
 
 export type RedisFairness = 'none' | 'fifo';
@@ -117,6 +126,7 @@ export class RedisLockBackend implements LockBackend {
   private readonly ownedClient?: RedisConnection;
   private readonly recheckInterval: number;
   private readonly waiterTtl: number;
+  private readonly fenceRetention: number;
   private subscriber?: ChannelSubscriber;
   /** Each waiting acquire: its abort controller (aborted by close()) and its outcome. */
   private readonly waits = new ClosableWaits();
@@ -138,6 +148,7 @@ export class RedisLockBackend implements LockBackend {
     if (!(this.waiterTtl >= MIN_WAITER_TTL) || !Number.isSafeInteger(this.waiterTtl)) {
       throw new TypeError(`RedisLockBackend: waiterTtl must be a whole number of ms >= ${MIN_WAITER_TTL}, got ${options.waiterTtl}.`);
     }
+    this.fenceRetention = fenceRetentionOf('RedisLockBackend', options.fenceRetention);
     if (options.client) {
       this.client = options.client;
     } else if (options.url !== undefined || options.redisOptions) {
@@ -209,55 +220,10 @@ export class RedisLockBackend implements LockBackend {
     return (await this.call('release', runCall(this.client, releaseCall(lock, this.fairness === 'fifo', storedToken(lock))))) === 1;
   }
 
-  /**
-   * Who holds the name (writer, readers, semaphore permits) and, in FIFO mode, who waits in order. Holder ids
-   * come from the stored tokens (see storedToken); expiries from PTTL and the holders' ZSET scores.
-   */
+  /** Who holds the name and, in FIFO mode, who waits in order: see inspectRedis. */
   async inspect(namespace: string, key: string): Promise<BackendInspection> {
     this.assertOpen('inspect');
-    const lockKeys = redisLockKeys(namespace, key);
-    const semaphoreKeys = redisSemaphoreKeys(namespace, key);
-    const client = this.client as unknown as InspectCommands;
-    const [writer, writerTtl, readers, permits, fence, queue, semaphoreQueue, time] = await this.call(
-      'inspect',
-      Promise.all([
-        client.get(lockKeys.lock),
-        client.pttl(lockKeys.lock),
-        client.zrange(lockKeys.readers, 0, -1, 'WITHSCORES'),
-        client.zrange(semaphoreKeys.holders, 0, -1, 'WITHSCORES'),
-        client.get(lockKeys.fence),
-        client.lrange(lockKeys.queue, 0, -1),
-        client.lrange(semaphoreKeys.queue, 0, -1),
-        client.time(),
-      ]),
-    );
-    // ZSET scores are expiries on the server's clock; shift them onto ours.
-    const skew = Date.now() - (Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000));
-    const serverNow = Date.now() - skew;
-    const scored = (pairs: string[], mode: InspectedEntry['mode']) => {
-      const entries: InspectedEntry[] = [];
-      for (let i = 0; i < pairs.length; i += 2) {
-        const expiry = Number(pairs[i + 1]);
-        if (expiry <= serverNow) continue;
-        entries.push({ mode, ...holderOf(pairs[i]), expiresAt: expiry + skew });
-      }
-      return entries;
-    };
-    const holders: InspectedEntry[] = [];
-    if (writer !== null) {
-      holders.push({
-        mode: 'exclusive',
-        ...holderOf(writer),
-        // The counter's last value belongs to the writer unless readers or permits were granted since.
-        ...(fence !== null && readers.length === 0 && { fencingToken: BigInt(fence) }),
-        ...(writerTtl > 0 && { expiresAt: Date.now() + writerTtl }),
-      });
-    }
-    holders.push(...scored(readers, 'read'), ...scored(permits, 'exclusive'));
-    const waiting = (entries: string[]) =>
-      entries.map((entry): InspectedEntry => ({ mode: entry.startsWith('r') ? 'read' : 'exclusive', ...holderOf(entry.slice(1)) }));
-    // Plain waiters race for the key and are not recorded on the server: only FIFO mode can list them.
-    return this.fairness === 'fifo' ? { holders, waiters: [...waiting(queue), ...waiting(semaphoreQueue)] } : { holders };
+    return this.call('inspect', inspectRedis(this.client as unknown as InspectCommands, namespace, key, this.fairness === 'fifo'));
   }
 
   /** Whether a writer or any live reader holds the key (semaphores are apart and not counted). */
@@ -358,7 +324,7 @@ export class RedisLockBackend implements LockBackend {
     inFlight?: InFlight,
   ): Promise<Attempt> {
     const startedAt = performance.now();
-    const call = runCall(this.client, acquireCall(request, style, this.waiterTtl));
+    const call = runCall(this.client, acquireCall(request, style, this.waiterTtl, this.fenceRetention, operation === 'acquire'));
     if (inFlight) inFlight.call = call;
     let abortedFirst = false;
     let reply: unknown;
@@ -497,54 +463,3 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** The commands inspect() reads with; ioredis' Redis and Cluster both have them. */
-interface InspectCommands {
-  get(key: string): Promise<string | null>;
-  pttl(key: string): Promise<number>;
-  zrange(key: string, start: number, stop: number, withScores: 'WITHSCORES'): Promise<string[]>;
-  lrange(key: string, start: number, stop: number): Promise<string[]>;
-  time(): Promise<[string, string]>;
-}
-
-/**
- * What we store on the server as the owner token: `<token>|<permits or empty>|<holder id>`. Every script
- * compares the whole string, so ownership is as strict as before, and inspect() can tell operators who holds
- * a key without a second write. Whitespace is replaced because release messages list tokens separated by spaces.
- */
-function storedToken(lock: { token: string; holder?: string; permits?: number }): string {
-  if (lock.holder === undefined || lock.token.includes('|')) return lock.token;
-  return `${lock.token}|${lock.permits ?? ''}|${storedHolder(lock.holder)}`;
-}
-
-/** The request with its stored token; built field by field, as a spread of optional fields is slow in V8. */
-function withStoredToken(request: AcquireRequest): AcquireRequest {
-  const token = storedToken(request);
-  if (token === request.token) return request;
-  return {
-    namespace: request.namespace,
-    key: request.key,
-    token,
-    ttl: request.ttl,
-    mode: request.mode,
-    holder: request.holder,
-    permits: request.permits,
-  };
-}
-
-// A process mostly uses one holder id: remember the last one rather than run the regex on every acquire and release.
-let lastHolder = '';
-let lastStoredHolder = '';
-
-function storedHolder(holder: string): string {
-  if (holder !== lastHolder) {
-    lastStoredHolder = holder.replace(/\s/g, '_');
-    lastHolder = holder;
-  }
-  return lastStoredHolder;
-}
-
-function holderOf(stored: string): { holder?: string; permits?: number } {
-  const [, permits, ...holder] = stored.split('|');
-  if (holder.length === 0) return {};
-  return { holder: holder.join('|'), ...(permits && { permits: Number(permits) }) };
-}

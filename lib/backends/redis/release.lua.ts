@@ -1,24 +1,25 @@
-import { lua, LUA_QUEUE, LUA_SERVER_TIME, LUA_WAKE_LOCK } from './lua-snippets';
+import { lua, LUA_QUEUE, LUA_SERVER_TIME, LUA_WAKE_LOCK, WAITED_SUFFIX } from './lua-snippets';
 import { RedisScript } from './redis-script';
 
 /**
- * Exclusive (= write) lock. KEYS: [1] lock, [2] queue, [3] queue expiry; ARGV: [1] owner token, [2] channel,
- * [3] '1' when the backend runs FIFO queues, else ''.
+ * Exclusive (= write) lock. KEYS: [1] lock, and with FIFO queues [2] queue, [3] queue expiry;
+ * ARGV: [1] owner token, [2] channel, [3] '1' when the backend runs FIFO queues, else ''.
  * Returns 1 when deleted, 0 when the lock is no longer ours. Compare and delete in one script: an expired
- * holder can never delete the next holder's lock. Then wakes the next waiter(s) (see LUA_WAKE_LOCK).
- * Without FIFO that is GET, DEL and PUBLISH.
+ * holder can never delete the next holder's lock. Then wakes the next waiter(s): without FIFO only when a
+ * waiter marked the value (LUA_MARK_WAITED), so uncontended that is GET and DEL; with FIFO see LUA_WAKE_LOCK.
  * The channel is an argument, not a key, because channels are not keys (it still shares the hash tag).
  */
 export const RELEASE_SCRIPT = new RedisScript(
   'release',
   lua(
     `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+local value = redis.call('GET', KEYS[1])
+if value ~= ARGV[1] and value ~= ARGV[1] .. '${WAITED_SUFFIX}' then
   return 0
 end
 redis.call('DEL', KEYS[1])
 if ARGV[3] ~= '1' then
-  redis.call('PUBLISH', ARGV[2], '*')
+  if value ~= ARGV[1] then redis.call('PUBLISH', ARGV[2], '*') end
   return 1
 end
 `,

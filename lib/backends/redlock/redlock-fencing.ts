@@ -17,7 +17,8 @@ import type { RedlockInstance } from './redlock-instance';
  * the later token, a maximum that includes that answer, is larger.
  *
  * Guaranteed: every acquisition that starts after an earlier one returned gets a larger token (so every
- * exclusive or write holder a larger one than all before it), as long as the instances keep their counters;
+ * exclusive or write holder a larger one than all before it), as long as the instances keep their counters
+ * (a raised counter expires only once that instance's clock has passed it: see RAISE_FENCE_SCRIPT);
  * after an instance restarted empty, as long as its clock is past the tokens issued before, i.e. the instances'
  * clocks differ by less than the time it was down (Redlock's "delayed restart" rule, which keeps a restarted
  * instance out for at least the longest ttl, gives that for NTP-synced servers).
@@ -27,17 +28,18 @@ import type { RedlockInstance } from './redlock-instance';
  * reject a paused or expired holder whose token is older than one it has already seen.
  */
 export async function agreeOnFence(
-  request: Pick<AcquireRequest, 'namespace' | 'key'>,
+  request: Pick<AcquireRequest, 'namespace' | 'key' | 'ttl'>,
   granted: readonly { instance: RedlockInstance; token: bigint }[],
   quorum: number,
   timeout: number,
+  fenceRetention: number,
 ): Promise<{ token: bigint } | { failures: InstanceFailure[] }> {
   const token = granted.reduce((max, grant) => (grant.token > max ? grant.token : max), 0n);
   const behind = granted.filter((grant) => grant.token < token).map((grant) => grant.instance);
   // The acquire script already set each granting instance's counter to the value it handed out.
   const agreeing = granted.length - behind.length;
   if (agreeing >= quorum) return { token };
-  const call = raiseFenceCall(request, token);
+  const call = raiseFenceCall(request, token, fenceRetention);
   const answers = await askAll(behind, (instance) => runCall(instance.client, call), {
     timeout,
     settled: (so) => agreeing + so.filter((answer) => answer.ok).length >= quorum,

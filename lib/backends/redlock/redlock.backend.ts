@@ -17,12 +17,14 @@ import {
 } from '../redis/lock-calls';
 import type { RedisLockClient } from '../redis/redis-client';
 import { runBatch, type BatchResult } from '../redis/script-batch';
+import { fenceRetentionOf } from '../redis/fence-retention';
 import { DEFAULT_DRIFT_FACTOR, validityEnd } from '../redis/validity';
 import { Wakeup } from '../redis/wakeup';
 import { askAll, asError, majorityOf, type Answer } from './ask-all';
 import { LockQuorumError, type InstanceFailure } from '../../errors/lock-quorum.error';
 import { RedlockInstance } from './redlock-instance';
 import { agreeOnFence } from './redlock-fencing';
+import { SentCalls } from './sent-calls';
 
 export interface RedlockBackendOptions {
   /**
@@ -46,6 +48,8 @@ export interface RedlockBackendOptions {
   retryJitter?: number;
   /** How long in ms a waiting writer's intent (which holds new readers back) outlives its last refresh. Default 5 000. */
   waiterTtl?: number;
+  /** How long in ms each instance keeps a key's fencing counter after the lock's ttl. Default 60 000 (see RedisLockBackend). */
+  fenceRetention?: number;
 }
 
 const DEFAULTS = { driftFactor: DEFAULT_DRIFT_FACTOR, requestTimeout: 1_000, recheckInterval: 1_000, retryJitter: 50, waiterTtl: 5_000 };
@@ -87,6 +91,7 @@ export class RedlockBackend implements LockBackend {
   private readonly recheckInterval: number;
   private readonly retryJitter: number;
   private readonly waiterTtl: number;
+  private readonly fenceRetention: number;
   private readonly waits = new ClosableWaits();
   private readonly cleanups = new Set<Promise<unknown>>();
   private closing?: Promise<void>;
@@ -112,6 +117,7 @@ export class RedlockBackend implements LockBackend {
     this.recheckInterval = positive('recheckInterval', options.recheckInterval ?? DEFAULTS.recheckInterval);
     this.retryJitter = positive('retryJitter', options.retryJitter ?? DEFAULTS.retryJitter, true);
     this.waiterTtl = positive('waiterTtl', options.waiterTtl ?? DEFAULTS.waiterTtl);
+    this.fenceRetention = fenceRetentionOf('RedlockBackend', options.fenceRetention);
   }
 
   async tryAcquire(request: AcquireRequest): Promise<LockGrant | null> {
@@ -215,7 +221,7 @@ export class RedlockBackend implements LockBackend {
     const style = waitStyle(request, false);
     const wakeup = new Wakeup();
     const subscriptions: ChannelSubscription[] = [];
-    const inFlight: { round?: Promise<Round> } = {};
+    const sent = new SentCalls();
     let lastProblem: LockQuorumError | undefined;
     let anyRoundDecided = false;
     let subscribed = false;
@@ -223,8 +229,7 @@ export class RedlockBackend implements LockBackend {
     try {
       for (;;) {
         wakeup.reset();
-        inFlight.round = this.round(request, style, 'acquire', signal);
-        const round = await inFlight.round;
+        const round = await this.round(request, style, 'acquire', signal, sent);
         if (round.type === 'aborted') {
           // Before any round was decided, the instances that had not answered are the problem.
           const silent = round.failures.length > 0 ? this.quorumErrorOf('acquire', round.failures) : undefined;
@@ -235,8 +240,8 @@ export class RedlockBackend implements LockBackend {
           queued = false;
           // A minority that answered busy holds this writer's intent, which would keep its readers out until the
           // intent expired (waiterTtl): take it back there.
-          const others = this.instances.filter((instance) => !round.grantedBy.includes(instance));
-          if (others.length > 0) this.leaveQuietly(request, style, undefined, others);
+          const others = sent.sentTo.filter((instance) => !round.grantedBy.includes(instance));
+          if (others.length > 0) this.leaveQuietly(request, style, sent, others);
           return round.grant;
         }
         if (round.type === 'too-late') continue;
@@ -255,7 +260,7 @@ export class RedlockBackend implements LockBackend {
       }
     } finally {
       subscriptions.forEach((subscription) => subscription.unsubscribe());
-      if (queued) this.leaveQuietly(request, style, inFlight.round);
+      if (queued) this.leaveQuietly(request, style, sent, sent.sentTo);
     }
   }
 
@@ -263,12 +268,12 @@ export class RedlockBackend implements LockBackend {
    * One acquire request to every instance, measured from just before it was sent. Decided as soon as a
    * majority granted or can no longer grant. Partial grants, and grants that come after the round, are released.
    */
-  private async round(request: AcquireRequest, style: WaitStyle, operation: string, signal?: AbortSignal): Promise<Round> {
-    const call = acquireCall(request, style, this.waiterTtl);
+  private async round(request: AcquireRequest, style: WaitStyle, operation: string, signal?: AbortSignal, sent?: SentCalls): Promise<Round> {
+    const call = acquireCall(request, style, this.waiterTtl, this.fenceRetention, operation === 'acquire');
     // An instance that takes longer than half the ttl could only grant a lock with little validity left.
     const timeout = Math.max(1, Math.min(this.requestTimeout, request.ttl / 2));
     const startedAt = performance.now();
-    const answers = await askAll(this.instances, (instance) => this.acquireOn(instance, call), {
+    const answers = await askAll(this.instances, (instance) => this.acquireOn(instance, call, sent), {
       timeout,
       signal,
       settled: (so) => this.decided(so, (reply) => reply.granted),
@@ -286,7 +291,7 @@ export class RedlockBackend implements LockBackend {
       const hints = answers.flatMap((answer) => (answer.ok && !answer.value.granted && answer.value.retryIn >= 0 ? [answer.value.retryIn] : []));
       return { type: 'busy', retryIn: hints.length > 0 ? Math.min(...hints) : -1, split: granted.length > 0 };
     }
-    const agreed = await agreeOnFence(request, granted, this.quorum, timeout);
+    const agreed = await agreeOnFence(request, granted, this.quorum, timeout, this.fenceRetention);
     const validUntil = validityEnd(startedAt, request.ttl, this.driftFactor);
     const now = performance.now();
     if ('failures' in agreed || validUntil <= now || signal?.aborted) {
@@ -300,8 +305,10 @@ export class RedlockBackend implements LockBackend {
     return { type: 'granted', grant: { fencingToken: agreed.token, validUntil }, grantedBy: granted.map(({ instance }) => instance) };
   }
 
-  private async acquireOn(instance: RedlockInstance, call: ReturnType<typeof acquireCall>): Promise<AcquireReply> {
-    const reply = await runCall(instance.client, call);
+  private async acquireOn(instance: RedlockInstance, call: ReturnType<typeof acquireCall>, sent?: SentCalls): Promise<AcquireReply> {
+    const running = runCall(instance.client, call);
+    sent?.add(instance, running);
+    const reply = await running;
     const parsed = parseAcquireReply(reply);
     if (!parsed) throw new Error(`unexpected reply from the acquire script: ${JSON.stringify(reply)}`);
     return parsed;
@@ -367,13 +374,16 @@ export class RedlockBackend implements LockBackend {
     this.track(runCall(instance.client, releaseCall(request, false)).catch(() => undefined));
   }
 
-  /** Takes a writer's intent back on every instance (or `instances`), after the round in flight settled. */
-  private leaveQuietly(request: AcquireRequest, style: WaitStyle, after?: Promise<unknown>, instances = this.instances): void {
+  /**
+   * Takes a writer's intent back on `instances` (those an acquire was sent to), each after every acquire sent
+   * there settled. Also on an instance that is unreachable now: its acquire may still run once it reconnects
+   * (ioredis resends what was in flight), and this goes behind it; if the connection is gone for good, it fails.
+   */
+  private leaveQuietly(request: AcquireRequest, style: WaitStyle, sent: SentCalls, instances: readonly RedlockInstance[]): void {
     const call = leaveCall(request, style);
     if (!call) return;
-    const settled = (after ?? Promise.resolve()).catch(() => undefined);
     for (const instance of instances) {
-      this.track(settled.then(() => (instance.unreachable() ? undefined : runCall(instance.client, call))).catch(() => undefined));
+      this.track(sent.settled(instance).then(() => runCall(instance.client, call)).catch(() => undefined));
     }
   }
 
