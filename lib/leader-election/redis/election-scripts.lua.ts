@@ -24,11 +24,11 @@ local token, value, ttl, fence_ttl = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local current = redis.call('HGET', leader, 'token')
 if current == token then return {1, redis.call('HGET', leader, 'term')} end
 if current then return {0, redis.call('PTTL', leader)} end
-local term = next_fence(fence)
+-- The counter outlives the leader key by fence_ttl (and longer if it ran ahead of the clock).
+local term = next_fence(fence, tonumber(ttl), tonumber(fence_ttl))
 redis.call('DEL', leader)
 redis.call('HSET', leader, 'token', token, 'value', value, 'term', term)
 redis.call('PEXPIRE', leader, ttl)
-redis.call('PEXPIRE', fence, fence_ttl)
 redis.call('PUBLISH', channel, 'elected')
 return {1, term}
 `,
@@ -41,7 +41,8 @@ export const RENEW_LEADER_SCRIPT = new RedisScript(
   `
 if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('PEXPIRE', KEYS[2], ARGV[3])
+-- GT: never shorten what next_fence set for a counter that ran ahead of the clock.
+redis.call('PEXPIRE', KEYS[2], ARGV[2] + ARGV[3], 'GT')
 return 1
 `,
 );
