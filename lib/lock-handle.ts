@@ -90,8 +90,8 @@ export class LockHandle implements AsyncDisposable, Renewable {
   private stopObserving: (() => void) | undefined;
   private readonly lifecycle: LockLifecycleListener | undefined;
   private readonly lifecycleContext: unknown;
-  /** Callbacks for a loss; a Set only once someone asks (most handles are released without one). */
-  private lossListeners: Set<(error: LockLostError) => void> | undefined;
+  /** Callbacks for a loss, made once someone asks; an array, cheaper than a Set for the one or two there are. */
+  private lossListeners: ((error: LockLostError) => void)[] | undefined;
 
   /** @internal Created by LockService. */
   constructor(init: LockHandleInit) {
@@ -144,8 +144,11 @@ export class LockHandle implements AsyncDisposable, Renewable {
       listener(this.lostError);
       return () => undefined;
     }
-    (this.lossListeners ??= new Set()).add(listener);
-    return () => this.lossListeners?.delete(listener);
+    (this.lossListeners ??= []).push(listener);
+    return () => {
+      const index = this.lossListeners?.indexOf(listener) ?? -1;
+      if (index >= 0) this.lossListeners!.splice(index, 1);
+    };
   }
 
   /** Epoch ms until which the lock is certainly held, measured from just before the last successful request. */
