@@ -4,9 +4,8 @@ import { LockBackendError, LockError, LockTimeoutError } from './errors';
 import { withDeadline } from './utils/deadline';
 
 /**
- * Told when a wait for a busy key starts (on backends without `tryBeforeWait`, every acquire), with a function
- * that cancels it: the interceptor uses it for a client that disconnects, without an AbortController per request.
- * The function does nothing once the wait has ended.
+ * Told when a wait for a busy key is under way, with a function that cancels it: the interceptor uses it for a
+ * client that disconnects, without an AbortController per request. The function does nothing once the wait ended.
  */
 export type WaitHook = (abort: (reason: Error) => void) => void;
 
@@ -85,7 +84,6 @@ export class BackendCalls {
       let timer: NodeJS.Timeout | undefined =
         remaining <= MAX_TIMER_DELAY ? setTimeout(() => abort(new LockTimeoutError(request.key, waitTimeout), false), remaining) : undefined;
       signal?.addEventListener('abort', onSignal, { once: true });
-      onWait?.((reason) => abort(reason, true));
       attempt.then(
         (grant) => {
           if (settled) return; // given up on: releaseLateGrant frees it
@@ -105,6 +103,19 @@ export class BackendCalls {
           reject(cancelled && error === cancelReason ? error : this.asLockError('acquire', error));
         },
       );
+      // Told one microtask later, and only if the key is still not granted: on a backend that grants a free key
+      // at once (memory), the reaction above has run by then, so an uncontended request sets up no cancel path
+      // (a 'close' listener on the response costs some 3 µs).
+      if (onWait) {
+        void Promise.resolve().then(() => {
+          if (settled) return;
+          try {
+            onWait((reason) => abort(reason, true));
+          } catch (error) {
+            abort(error, true);
+          }
+        });
+      }
     });
   }
 
