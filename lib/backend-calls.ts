@@ -49,8 +49,8 @@ export class BackendCalls {
    * reason when `signal` aborts or `onWait`'s abort function is called.
    *
    * Every uncontended acquire on a backend without `tryBeforeWait` (memory, etcd, ZooKeeper) comes through
-   * here, so it costs one controller, one timer and one promise of its own: the timer aborts the backend's
-   * wait at the deadline and is then re-armed as the grace for a backend that ignores the abort.
+   * here, so it costs a (recycled) controller, two promises and one timer of its own: the timer aborts the
+   * backend's wait at the deadline and is then re-armed as the grace for a backend that ignores the abort.
    */
   waitForGrant(request: AcquireRequest, remaining: number, waitTimeout: number, signal?: AbortSignal, onWait?: WaitHook): Promise<LockGrant> {
     // One controller for the deadline and every way to cancel: AbortSignal.any is slow on Node 20.
@@ -81,9 +81,9 @@ export class BackendCalls {
         timer = setTimeout(giveUp, BACKEND_ABORT_GRACE_MS);
       };
       const onSignal = () => abort(signal!.reason, true);
+      // Armed at once, not in the step below: a wait's deadline must not slip behind timers set in the meantime.
       let timer: NodeJS.Timeout | undefined =
         remaining <= MAX_TIMER_DELAY ? setTimeout(() => abort(new LockTimeoutError(request.key, waitTimeout), false), remaining) : undefined;
-      signal?.addEventListener('abort', onSignal, { once: true });
       attempt.then(
         (grant) => {
           if (settled) return; // given up on: releaseLateGrant frees it
@@ -103,19 +103,20 @@ export class BackendCalls {
           reject(cancelled && error === cancelReason ? error : this.asLockError('acquire', error));
         },
       );
-      // Told one microtask later, and only if the key is still not granted: on a backend that grants a free key
-      // at once (memory), the reaction above has run by then, so an uncontended request sets up no cancel path
-      // (a 'close' listener on the response costs some 3 µs).
-      if (onWait) {
-        void Promise.resolve().then(() => {
-          if (settled) return;
-          try {
-            onWait((reason) => abort(reason, true));
-          } catch (error) {
-            abort(error, true);
-          }
-        });
-      }
+      // The caller's signal and `onWait` are set up one microtask later, and only if the key is still not
+      // granted: on a backend that grants a free key at once (memory), the reaction above has run by then, so an
+      // uncontended acquire adds no listener (a 'close' listener on the response costs some 3 µs).
+      if (!signal && !onWait) return;
+      void Promise.resolve().then(() => {
+        if (settled) return;
+        signal?.addEventListener('abort', onSignal, { once: true });
+        if (signal?.aborted) onSignal();
+        try {
+          onWait?.((reason) => abort(reason, true));
+        } catch (error) {
+          abort(error, true);
+        }
+      });
     });
   }
 

@@ -6,10 +6,12 @@ import type { LockRenewal } from './lock-renewal';
 import { monotonicNow, toEpochMs } from './utils/clock';
 import { LIST_SLOT } from './utils/slot-list';
 import { checkTtl } from './utils/validate';
-import { withDeadline } from './utils/deadline';
 import { ExtendBatcher } from './watchdog/extend-batcher';
 import { RenewalScheduler } from './watchdog/renewal-scheduler';
 import { Renewable, RENEW, VALIDITY_LEFT, Watchdog } from './watchdog/watchdog';
+
+/** setTimeout fires at once past this; longer deadlines (Infinity) get no timer. */
+const MAX_TIMER_DELAY = 2_147_483_647;
 
 export type LockState = 'held' | 'released' | 'lost';
 
@@ -215,7 +217,11 @@ export class LockHandle implements AsyncDisposable, Renewable {
     return Promise.all([stopping, renewal]).then(() => this.deleteLock(wasHeld));
   }
 
-  /** Deletes the lock on the server if it still carries our token, with the operation deadline; then ended(). */
+  /**
+   * Deletes the lock on the server if it still carries our token, with the operation deadline; then ended().
+   * The deadline's timer is armed one microtask later, and only if no reply came by then: the memory backend
+   * replies at once, so its releases set no timer (as in BackendCalls.waitForGrant).
+   */
   private deleteLock(wasHeld: boolean): Promise<void> {
     let deletion: Promise<boolean>;
     try {
@@ -223,16 +229,30 @@ export class LockHandle implements AsyncDisposable, Renewable {
     } catch (error) {
       deletion = Promise.reject(error);
     }
-    return withDeadline(deletion, this.operationTimeout, () =>
-      this.backendError('release', `no reply within ${this.operationTimeout} ms; the lock will expire after its ttl`),
-    ).then(
-      () => this.ended(wasHeld),
-      (error: unknown) => {
+    return new Promise<void>((resolve, reject) => {
+      let settled = false;
+      let timer: NodeJS.Timeout | undefined;
+      const settle = (failed: boolean, error?: unknown) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
         this.ended(wasHeld);
         // A lost lock may still carry our token on the server (e.g. after a network cut): clear it if so, quietly.
-        if (wasHeld) throw error instanceof LockError ? error : this.backendError('release', String(error), error);
-      },
-    );
+        if (failed && wasHeld) reject(error instanceof LockError ? error : this.backendError('release', String(error), error));
+        else resolve();
+      };
+      deletion.then(
+        () => settle(false),
+        (error: unknown) => settle(true, error),
+      );
+      void Promise.resolve().then(() => {
+        if (settled || !(this.operationTimeout <= MAX_TIMER_DELAY)) return;
+        timer = setTimeout(
+          () => settle(true, this.backendError('release', `no reply within ${this.operationTimeout} ms; the lock will expire after its ttl`)),
+          this.operationTimeout,
+        );
+      });
+    });
   }
 
   private ended(wasHeld: boolean): void {
