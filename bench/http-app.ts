@@ -1,5 +1,6 @@
 /**
- * The bench's own tiny Nest app for scenario 5: the same handler with and without @WithLock.
+ * The bench's own tiny Nest app for scenario 5: the same handler plain, behind a pass-through interceptor, and
+ * with @WithLock (itself a Nest interceptor, so the lock's own cost is the locked route over the pass-through one).
  *
  *   LOCK_BACKEND=memory|redis  REDIS_URL=redis://127.0.0.1:<port>  PORT=<port>  ROUTE_ORDER=plain-first|locked-first
  *   node --require ./test/support/ts-register.js bench/http-app.ts

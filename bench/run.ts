@@ -37,7 +37,7 @@ const FULL: Settings = {
   hotKey: { durationMs: 2_500, maxGrants: 50_000, inProcess: [2, 16, 64], processes: 4, contendersPerProcess: 4, thinkMs: 1 },
   manyKeys: { durationMs: 2_400, rounds: 3, keys: 1_000, workers: 64 },
   renewing: { locks: 10_000, windowMs: 5_000, ttlMs: 3_000, concurrency: 200 },
-  http: { durationSeconds: 2, warmupSeconds: 2, connections: 16, rounds: { memory: 20, redis: 6 }, floorRounds: 4 },
+  http: { durationSeconds: 2, warmupSeconds: 2, connections: 16, rounds: { memory: 14, redis: 10 } },
 };
 
 const QUICK: Settings = {
@@ -45,7 +45,7 @@ const QUICK: Settings = {
   hotKey: { ...FULL.hotKey, durationMs: 800 },
   manyKeys: { ...FULL.manyKeys, durationMs: 800 },
   renewing: { ...FULL.renewing, locks: 2_000, windowMs: 2_000 },
-  http: { ...FULL.http, durationSeconds: 1, rounds: { memory: 2, redis: 2 }, floorRounds: 2 },
+  http: { ...FULL.http, durationSeconds: 1, rounds: { memory: 4, redis: 4 } },
 };
 
 const ROOT = join(__dirname, '..');

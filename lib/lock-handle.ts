@@ -12,6 +12,9 @@ import { ExtendBatcher } from './watchdog/extend-batcher';
 import { RenewalScheduler } from './watchdog/renewal-scheduler';
 import { RENEW, VALIDITY_LEFT, Watchdog } from './watchdog/watchdog';
 
+/** setTimeout fires at once past this; longer deadlines (Infinity) get no timer. */
+const MAX_TIMER_DELAY = 2_147_483_647;
+
 export type LockState = 'held' | 'released' | 'lost';
 
 /** @internal See LockHandle[LEAVE_TO_EXPIRE]. */
@@ -95,8 +98,8 @@ export class LockHandle implements AsyncDisposable {
   private stopObserving: (() => void) | undefined;
   private readonly lifecycle: LockLifecycleListener | undefined;
   private readonly lifecycleContext: unknown;
-  /** Callbacks for a loss; a Set only once someone asks (most handles are released without one). */
-  private lossListeners: Set<(error: LockLostError) => void> | undefined;
+  /** Callbacks for a loss, made once someone asks; an array, cheaper than a Set for the one or two there are. */
+  private lossListeners: ((error: LockLostError) => void)[] | undefined;
 
   /** @internal Created by LockService. */
   constructor(init: LockHandleInit) {
@@ -149,8 +152,11 @@ export class LockHandle implements AsyncDisposable {
       listener(this.lostError);
       return () => undefined;
     }
-    (this.lossListeners ??= new Set()).add(listener);
-    return () => this.lossListeners?.delete(listener);
+    (this.lossListeners ??= []).push(listener);
+    return () => {
+      const index = this.lossListeners?.indexOf(listener) ?? -1;
+      if (index >= 0) this.lossListeners!.splice(index, 1);
+    };
   }
 
   /** Epoch ms until which the lock is certainly held, measured from just before the last successful request. */
@@ -247,27 +253,52 @@ export class LockHandle implements AsyncDisposable {
     }
   }
 
-  private async doRelease(): Promise<void> {
+  private doRelease(): Promise<void> {
     const wasHeld = this.currentState === 'held';
     if (wasHeld) this.currentState = 'released';
     const stopping = this.watchdog.stop();
-    if (stopping) await stopping;
-    if (this.renewing > 0) await this.renewalChain!.then(undefined, () => undefined);
+    const renewal = this.renewing > 0 ? this.renewalChain!.then(undefined, () => undefined) : undefined;
+    // Nothing to wait for (almost every release): delete at once, with no async frame around it.
+    if (!stopping && !renewal) return this.deleteLock(wasHeld);
+    return Promise.all([stopping, renewal]).then(() => this.deleteLock(wasHeld));
+  }
+
+  /**
+   * Deletes the lock on the server if it still carries our token, with the operation deadline; then ended().
+   * The deadline's timer is armed one microtask later, and only if no reply came by then: the memory backend
+   * replies at once, so its releases set no timer (as in BackendCalls.waitForGrant).
+   */
+  private deleteLock(wasHeld: boolean): Promise<void> {
+    let deletion: Promise<boolean>;
     try {
-      const deletion = withDeadline(this.backend.release(this.lock), this.operationTimeout, () =>
-        this.backendError('release', `no reply within ${this.operationTimeout} ms; the lock will expire after its ttl`),
-      );
-      if (wasHeld) {
-        await deletion.catch((error) => {
-          throw error instanceof LockError ? error : this.backendError('release', String(error), error);
-        });
-      } else {
-        // A lost lock may still carry our token on the server (e.g. after a network cut): clear it if so, quietly.
-        await deletion.catch(() => undefined);
-      }
-    } finally {
-      this.ended(wasHeld);
+      deletion = this.backend.release(this.lock);
+    } catch (error) {
+      deletion = Promise.reject(error);
     }
+    return new Promise<void>((resolve, reject) => {
+      let settled = false;
+      let timer: NodeJS.Timeout | undefined;
+      const settle = (failed: boolean, error?: unknown) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        this.ended(wasHeld);
+        // A lost lock may still carry our token on the server (e.g. after a network cut): clear it if so, quietly.
+        if (failed && wasHeld) reject(error instanceof LockError ? error : this.backendError('release', String(error), error));
+        else resolve();
+      };
+      deletion.then(
+        () => settle(false),
+        (error: unknown) => settle(true, error),
+      );
+      void Promise.resolve().then(() => {
+        if (settled || !(this.operationTimeout <= MAX_TIMER_DELAY)) return;
+        timer = setTimeout(
+          () => settle(true, this.backendError('release', `no reply within ${this.operationTimeout} ms; the lock will expire after its ttl`)),
+          this.operationTimeout,
+        );
+      });
+    });
   }
 
   private ended(wasHeld: boolean): void {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Observable } from 'rxjs';
-import { BackendCalls } from './backend-calls';
+import { BackendCalls, WaitHook } from './backend-calls';
 import type { AcquireRequest, BackendInspection, HeldLock, LockBackend, LockGrant } from './backends/lock-backend.interface';
 import { currentLockScope, lockScopeKey, runInLockScope } from './context/lock-context';
 import { currentInScope, inheritedInScope } from './context/scope-lookup';
@@ -98,44 +98,52 @@ export class LockService {
   }
 
   /**
-   * @internal acquire() for the interceptor: `cancel` makes the caller's cancel signal only if the call has to
-   * wait, because an AbortController per uncontended request is a measurable cost on Node 20.
+   * @internal acquire() for LockSet: `onWait` learns of each wait for a busy key, with a function that cancels
+   * it (a client that disconnects), because an AbortController per uncontended request is a measurable cost on
+   * Node 20. Validation errors throw synchronously.
    */
-  acquireCancellable(key: string, options: LockOptions | undefined, cancel: () => AbortSignal): Promise<LockHandle> {
+  acquireCancellable(key: string, options: LockOptions | undefined, onWait?: WaitHook): Promise<LockHandle> {
     const { request, resolved } = this.prepare(key, options);
-    return this.traced('acquire', request, resolved, () => this.acquirePrepared(request, resolved, cancel));
+    return this.traced('acquire', request, resolved, () => this.acquirePrepared(request, resolved, onWait));
   }
 
-  private async acquirePrepared(request: AcquireRequest, resolved: ResolvedLockOptions, cancel?: () => AbortSignal): Promise<LockHandle> {
+  /** Chained rather than async: each await would be another promise on the path of every request. */
+  private acquirePrepared(request: AcquireRequest, resolved: ResolvedLockOptions, onWait?: WaitHook): Promise<LockHandle> {
     const started = monotonicNow();
-    try {
-      if (this.backend.tryBeforeWait && resolved.waitTimeout > 0) {
-        // The uncontended fast path: one round trip, no wait machinery.
-        const handle = await this.tryAcquirePrepared(request, resolved, started);
-        if (handle) return handle;
-      }
-      if (resolved.waitTimeout === 0) {
-        const handle = await this.tryAcquirePrepared(request, resolved, started);
-        if (!handle) throw new LockTimeoutError(request.key, 0);
-        return handle;
-      }
-      const signal = resolved.signal ?? cancel?.();
-      for (;;) {
-        const remaining = resolved.waitTimeout - (monotonicNow() - started);
-        if (remaining <= 0) throw new LockTimeoutError(request.key, resolved.waitTimeout);
-        signal?.throwIfAborted();
-        const grant = await this.calls.waitForGrant(request, remaining, resolved.waitTimeout, signal);
-        const handle = this.adopt(request, grant, resolved, started);
-        if (handle) return handle;
-        // The grant arrived with no validity left (a very slow reply): it was released; wait again if time remains.
-      }
-    } catch (error) {
-      if (error instanceof LockTimeoutError) {
-        const base = this.eventHub.base({ request, family: resolved.family, scope: currentLockScope() });
-        this.eventHub.emit({ type: 'timeout', ...base, waitTime: Math.round(monotonicNow() - started) });
-      }
-      throw error;
+    if (resolved.waitTimeout === 0) {
+      return this.tryAcquirePrepared(request, resolved, started).then((handle) => handle ?? this.timedOut(request, resolved, started, 0));
     }
+    if (this.backend.tryBeforeWait) {
+      // The uncontended fast path: one round trip, no wait machinery.
+      return this.tryAcquirePrepared(request, resolved, started).then((handle) => handle ?? this.waitPrepared(request, resolved, started, onWait));
+    }
+    return this.waitPrepared(request, resolved, started, onWait);
+  }
+
+  /** Waits for a grant with whatever time is left; again if one arrives with no validity left. */
+  private waitPrepared(request: AcquireRequest, resolved: ResolvedLockOptions, started: number, onWait?: WaitHook): Promise<LockHandle> {
+    const remaining = resolved.waitTimeout - (monotonicNow() - started);
+    if (remaining <= 0) return this.timedOut(request, resolved, started, resolved.waitTimeout);
+    const signal = resolved.signal;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return this.calls.waitForGrant(request, remaining, resolved.waitTimeout, signal, onWait).then(
+      // The grant arrived with no validity left (a very slow reply): it was released; wait again if time remains.
+      (grant) => this.adopt(request, grant, resolved, started) ?? this.waitPrepared(request, resolved, started, onWait),
+      (error: unknown) => {
+        if (error instanceof LockTimeoutError) this.emitTimeout(request, resolved, started);
+        throw error;
+      },
+    );
+  }
+
+  private timedOut(request: AcquireRequest, resolved: ResolvedLockOptions, started: number, waitTimeout: number): Promise<never> {
+    this.emitTimeout(request, resolved, started);
+    return Promise.reject(new LockTimeoutError(request.key, waitTimeout));
+  }
+
+  private emitTimeout(request: AcquireRequest, resolved: ResolvedLockOptions, started: number): void {
+    const base = this.eventHub.base({ request, family: resolved.family, scope: currentLockScope() });
+    this.eventHub.emit({ type: 'timeout', ...base, waitTime: Math.round(monotonicNow() - started) });
   }
 
   /** One attempt; resolves null at once when the key is busy. */

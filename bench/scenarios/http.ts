@@ -13,12 +13,10 @@ export interface HttpSettings {
   readonly warmupSeconds: number;
   readonly connections: number;
   /**
-   * Measured pairs of plain and locked runs per backend; which of the two goes first alternates. The memory
-   * backend's pairs measure the goal, so they get more: single pairs on this VM range from 0.6x to 1.0x.
+   * Measured rounds per backend. Each round runs the three routes once, in an order that rotates from round to
+   * round, so each route follows each other equally often (a run leaves garbage that the next one collects).
    */
   readonly rounds: { readonly memory: number; readonly redis: number };
-  /** Pairs of plain and pass-through-interceptor runs, measured after (and apart from) the locked ones. */
-  readonly floorRounds: number;
 }
 
 export interface HttpRow {
@@ -26,8 +24,8 @@ export interface HttpRow {
   readonly route: Route;
   readonly requestsPerSecond: number;
   /**
-   * The median over pairs of this route's req/s divided by the plain route's in the same pair. The shared VM's
-   * speed drifts by a third between minutes; within one pair both routes see the same machine.
+   * The median over rounds of this route's req/s divided by the plain route's in the same round. The shared VM's
+   * speed drifts by a third between minutes; within one round the routes see much the same machine.
    */
   readonly vsPlain: number;
   /** The lowest and highest of those ratios. */
@@ -40,6 +38,11 @@ export interface HttpRow {
    * /proc is missing. Steadier than req/s: it does not depend on how the load generator was scheduled.
    */
   readonly cpuPerRequest: number | undefined;
+  /**
+   * App CPU µs per request over the route this one is compared with in the same round (the pass-through route
+   * for the locked one, the plain route for the pass-through one): median over rounds, with the range.
+   */
+  readonly cpuOver: { readonly baseline: Route; readonly median: number; readonly range: readonly [number, number] } | undefined;
 }
 
 /** One route's autocannon run, with the app's CPU time spent during it. */
@@ -57,9 +60,11 @@ const ROUTE_LABELS: Record<Route, string> = {
   intercepted: 'GET /intercepted/:id  @UseInterceptors(PassThrough)',
   locked: "GET /locked/:id  @WithLock('bench:<<id>>')",
 };
+/** What each route's CPU is compared with: the locked route pays Nest's interceptor machinery as the pass-through one does. */
+const COMPARED_WITH: Partial<Record<Route, Route>> = { intercepted: 'plain', locked: 'intercepted' };
 type AppMessage = { readonly type: 'ready'; readonly port: number };
 
-/** Scenario 5: autocannon against the bench app, the same handler with and without @WithLock. */
+/** Scenario 5: autocannon against the bench app: the same handler plain, behind a pass-through interceptor, and with @WithLock. */
 export async function http(servers: BenchServers, settings: HttpSettings): Promise<{ section: Section; rows: HttpRow[] }> {
   const rows: HttpRow[] = [];
   const failures: Failure[] = [];
@@ -70,47 +75,45 @@ export async function http(servers: BenchServers, settings: HttpSettings): Promi
       failures.push({ name: backend, error });
     }
   }
-  const headers = ['backend', 'route', 'req/s', 'vs plain', 'app CPU µs/request', 'latency p50 ms', 'latency p99 ms', 'non-2xx + errors'];
+  const headers = ['backend', 'route', 'app CPU µs/request', 'CPU µs over', 'req/s', 'vs plain', 'latency p50 ms', 'latency p99 ms', 'non-2xx + errors'];
   const table: Table = {
-    title: 'requests/s and latency, with and without @WithLock',
+    title: 'app CPU per request and requests/s: plain, pass-through interceptor, @WithLock',
     notes: [
-      'autocannon reports latency in whole milliseconds.',
-      '"vs plain" is the median, over the pairs, of the ratio to the plain run of the same pair, with the lowest and highest in brackets (req/s is the mean; the plain row is from the locked pairs).',
       '"app CPU µs/request" is the app process\'s user + system CPU time during a run divided by its requests, median over the runs (from /proc, 10 ms ticks).',
+      '"CPU µs over" is the median, over the rounds, of this route\'s app CPU per request minus that of the route named in brackets in the same round, then the lowest and highest of those differences.',
+      '"vs plain" is the median, over the rounds, of the ratio of req/s to the plain run of the same round, with the lowest and highest in brackets (req/s is the mean).',
+      'autocannon reports latency in whole milliseconds.',
       ...failureNotes(failures),
     ],
     headers,
     textColumns: 2,
     rows: [
-      ...rows.map((row) => {
-        const plain = rows.find((other) => other.backend === row.backend && other.route === 'plain');
-        return [
-          row.backend,
-          ROUTE_LABELS[row.route],
-          num(row.requestsPerSecond, 0),
-          row.route !== 'plain' ? `${num(row.vsPlain, 2)}x (${num(row.vsPlainRange[0], 2)}-${num(row.vsPlainRange[1], 2)})` : '',
-          row.cpuPerRequest === undefined ? 'n/a' : num(row.cpuPerRequest, 1),
-          num(row.p50, 2),
-          num(row.p99, 2),
-          String(row.failures),
-        ];
-      }),
+      ...rows.map((row) => [
+        row.backend,
+        ROUTE_LABELS[row.route],
+        row.cpuPerRequest === undefined ? 'n/a' : num(row.cpuPerRequest, 1),
+        row.cpuOver ? `${num(row.cpuOver.median, 1)} (${row.cpuOver.baseline}; ${num(row.cpuOver.range[0], 1)} to ${num(row.cpuOver.range[1], 1)})` : '',
+        num(row.requestsPerSecond, 0),
+        row.route !== 'plain' ? `${num(row.vsPlain, 2)}x (${num(row.vsPlainRange[0], 2)}-${num(row.vsPlainRange[1], 2)})` : '',
+        num(row.p50, 2),
+        num(row.p99, 2),
+        String(row.failures),
+      ]),
       ...failures.map((failure) => failedRow(failure, headers.length)),
     ],
   };
   return {
     section: {
-      heading: '5. HTTP: the same route with and without @WithLock',
+      heading: '5. HTTP: the same route plain, behind a pass-through interceptor, and with @WithLock',
       text: [
         'bench/http-app.ts: a Nest 11 app (express) with `GET /plain/:id`, `GET /intercepted/:id` (a pass-through interceptor that only returns `next.handle()`) and `GET /locked/:id` decorated `@WithLock(\'bench:<<id>>\')`, all returning `{ id }`. ' +
-          '@WithLock wraps the handler instead of running as a Nest interceptor; the pass-through row shows the floor an interceptor-based lock would pay. ' +
-          'The lock scope (AsyncLocalStorage, for reentrancy and LockService.current()) enables Node 20\'s promise hooks for the whole process once the first @WithLock request runs, so the plain row pays them too. ' +
-          'The sample app in sample/ had no unlocked twin route, so the bench carries its own. Every request uses a random id, so locks never contend.',
-        'Express tries routes in declaration order, and one failed route match costs about 2-3 % of a request this small (measured with two identical plain routes), so it would count against whichever route is declared second. ' +
-          'Half the pairs therefore run in an app that declares the plain route first, and half in a second app process that declares the locked route first; the pass-through route comes third in both. ' +
-          `autocannon: ${settings.connections} connections, ${settings.warmupSeconds} s warm-up per route in each app, then ${settings.rounds.memory} (memory) or ${settings.rounds.redis} (Redis) pairs of ${settings.durationSeconds} s runs of the plain and the locked route ` +
-          '(which one goes first alternates), then apart from them ' +
-          `${settings.floorRounds} pairs of the plain and the pass-through route (its run leaves garbage that the next run pays to collect). ` +
+          '@WithLock is `@UseInterceptors(LockInterceptor)` plus metadata, so the lock\'s own cost is the locked route over the pass-through one, which pays the same Nest interceptor machinery (issue 16\'s goal: at most 25 µs of app CPU per request on memory, 60 µs on Redis). ' +
+          'The lock scope (AsyncLocalStorage, for reentrancy and LockService.current()) enables Node 20\'s promise hooks for the whole process once the first @WithLock request runs, so the other routes pay them too. ' +
+          'Every request uses a random id, so locks never contend.',
+        'Express tries routes in declaration order, and one failed route match costs about 2-3 % of a request this small (measured with two identical plain routes), so it would count against whichever route is declared later. ' +
+          'Half the rounds therefore run in an app that declares the plain route first, and half in a second app process that declares the locked route first; the pass-through route comes third in both. ' +
+          `autocannon: ${settings.connections} connections, ${settings.warmupSeconds} s warm-up per route in each app, then ${settings.rounds.memory} (memory) or ${settings.rounds.redis} (Redis) rounds, each a ${settings.durationSeconds} s run of every route ` +
+          '(the order rotates from round to round, so each route follows each other equally often: a run leaves garbage that the next one pays to collect). ' +
           'req/s is the mean of those runs, latency percentiles are from the last run. ' +
           'App and autocannon run as separate processes on the same 2 cores (and redis-server for the Redis rows).',
       ],
@@ -120,27 +123,31 @@ export async function http(servers: BenchServers, settings: HttpSettings): Promi
   };
 }
 
-/** See bench/http-app.ts: half the pairs with each route listed first. */
+/** See bench/http-app.ts: half the rounds with each route listed first. */
 const ROUTE_ORDERS = ['plain-first', 'locked-first'] as const;
 
 async function measureBackend(servers: BenchServers, backend: 'memory' | 'redis', settings: HttpSettings): Promise<HttpRow[]> {
-  const locked: Paired = { plain: [], other: [] };
-  const intercepted: Paired = { plain: [], other: [] };
+  const rounds: Round[] = [];
   for (const [index, order] of ROUTE_ORDERS.entries()) {
-    // The first app gets the odd pair out.
-    const share = (total: number) => (index === 0 ? Math.ceil(total / 2) : Math.floor(total / 2));
-    const runs = await measureApp(servers, backend, order, share(settings.rounds[backend]), share(settings.floorRounds), settings);
-    for (const [into, from] of [[locked, runs.locked], [intercepted, runs.intercepted]] as const) {
-      into.plain.push(...from.plain);
-      into.other.push(...from.other);
-    }
+    // The first app gets the odd round out.
+    const share = index === 0 ? Math.ceil(settings.rounds[backend] / 2) : Math.floor(settings.rounds[backend] / 2);
+    rounds.push(...(await measureApp(servers, backend, order, share, settings)));
   }
-  const row = (route: Route, runs: RouteRun[], plainRuns: RouteRun[] | undefined): HttpRow => {
-    const results = runs.map((run) => run.result);
-    const plain = plainRuns?.map((run) => run.result);
+  return ROUTES.map((route): HttpRow => {
+    const results = rounds.map((round) => round[route].result);
     const last = results[results.length - 1];
-    const ratios = plain ? results.map((result, round) => result.requests.average / plain[round].requests.average) : [1];
-    const cpuPerRequest = runs.flatMap((run) => (run.cpuMs === undefined || run.result.requests.total === 0 ? [] : [(run.cpuMs * 1000) / run.result.requests.total]));
+    const ratios = rounds.map((round) => round[route].result.requests.average / round.plain.result.requests.average);
+    const cpu = rounds.flatMap((round) => {
+      const value = cpuPerRequest(round[route]);
+      return value === undefined ? [] : [value];
+    });
+    const baseline = COMPARED_WITH[route];
+    const over = baseline
+      ? rounds.flatMap((round) => {
+          const [mine, theirs] = [cpuPerRequest(round[route]), cpuPerRequest(round[baseline])];
+          return mine === undefined || theirs === undefined ? [] : [mine - theirs];
+        })
+      : [];
     return {
       backend,
       route,
@@ -150,27 +157,21 @@ async function measureBackend(servers: BenchServers, backend: 'memory' | 'redis'
       p50: last.latency.p50,
       p99: last.latency.p99,
       failures: results.reduce((sum, result) => sum + result.non2xx + result.errors + result.timeouts, 0),
-      cpuPerRequest: cpuPerRequest.length > 0 ? summarize(cpuPerRequest).median : undefined,
+      cpuPerRequest: cpu.length > 0 ? summarize(cpu).median : undefined,
+      cpuOver: baseline && over.length > 0 ? { baseline, median: summarize(over).median, range: [Math.min(...over), Math.max(...over)] } : undefined,
     };
-  };
-  return [row('plain', locked.plain, undefined), row('intercepted', intercepted.other, intercepted.plain), row('locked', locked.other, locked.plain)];
+  });
 }
 
-/** Runs of the plain route and another one, pair by pair. */
-interface Paired {
-  readonly plain: RouteRun[];
-  readonly other: RouteRun[];
+/** One run of each route, in the same stretch of minutes. */
+type Round = Record<Route, RouteRun>;
+
+function cpuPerRequest(run: RouteRun): number | undefined {
+  return run.cpuMs === undefined || run.result.requests.total === 0 ? undefined : (run.cpuMs * 1000) / run.result.requests.total;
 }
 
-/** One app process (routes in `order`): warm-up, then the locked pairs, then the pass-through pairs. */
-async function measureApp(
-  servers: BenchServers,
-  backend: 'memory' | 'redis',
-  order: (typeof ROUTE_ORDERS)[number],
-  lockedRounds: number,
-  floorRounds: number,
-  settings: HttpSettings,
-): Promise<{ locked: Paired; intercepted: Paired }> {
+/** One app process (routes in `order`): warm-up, then `rounds` rounds of the three routes in rotating order. */
+async function measureApp(servers: BenchServers, backend: 'memory' | 'redis', order: (typeof ROUTE_ORDERS)[number], rounds: number, settings: HttpSettings): Promise<Round[]> {
   const port = await freeTestPort();
   const app = Worker.start<AppMessage>(APP, {}, [], { LOCK_BACKEND: backend, REDIS_URL: servers.redis.url, PORT: String(port), ROUTE_ORDER: order });
   try {
@@ -178,34 +179,20 @@ async function measureApp(
     const base = `http://127.0.0.1:${port}`;
     const cpu = processCpu(app.pid);
     for (const route of ROUTES) await load(base, route, settings.warmupSeconds, settings.connections, cpu);
-    const locked = await pairedWithPlain(base, 'locked', lockedRounds, settings, cpu);
-    // Apart from the pairs above: the interceptor's run leaves much garbage behind, which the run after it pays
-    // to collect; run among them, it would burden whichever route follows it most often.
-    const intercepted = await pairedWithPlain(base, 'intercepted', floorRounds, settings, cpu);
-    return { locked, intercepted };
+    const measured: Round[] = [];
+    for (let round = 0; round < rounds; round++) {
+      const runs: Partial<Round> = {};
+      for (let step = 0; step < ROUTES.length; step++) {
+        const route = ROUTES[(round + step) % ROUTES.length];
+        runs[route] = await load(base, route, settings.durationSeconds, settings.connections, cpu);
+      }
+      measured.push(runs as Round);
+    }
+    return measured;
   } finally {
     app.send({ type: 'stop' });
     await app.stop(10_000);
   }
-}
-
-/** `rounds` pairs of runs, the plain route and `route`; which one goes first alternates from pair to pair. */
-async function pairedWithPlain(
-  base: string,
-  route: Route,
-  rounds: number,
-  settings: HttpSettings,
-  cpu: () => number | undefined,
-): Promise<Paired> {
-  const plain: RouteRun[] = [];
-  const other: RouteRun[] = [];
-  for (let round = 0; round < rounds; round++) {
-    for (const which of round % 2 === 0 ? ['plain', route] : [route, 'plain']) {
-      const run = await load(base, which as Route, settings.durationSeconds, settings.connections, cpu);
-      (which === 'plain' ? plain : other).push(run);
-    }
-  }
-  return { plain, other };
 }
 
 async function load(base: string, route: Route, seconds: number, connections: number, cpu: () => number | undefined): Promise<RouteRun> {

@@ -36,6 +36,8 @@ export interface LockBackend {
    * Waits until the key is granted. When `signal` aborts (the wait deadline passed), the backend
    * leaves any queue it joined and rejects: with `signal.reason` if it was waiting for the key, or with a
    * `LockBackendError` if it was still waiting for the server to answer. It never grants after the abort.
+   * Once the returned promise has settled, the backend no longer listens to `signal` nor reads it: the core
+   * hands a signal that was never aborted to a later acquire.
    */
   acquire(request: AcquireRequest, signal: AbortSignal): Promise<LockGrant>;
 

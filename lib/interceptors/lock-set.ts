@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { currentLockScope, lockScopeKey } from '../context/lock-context';
 import { LOGGER_CONTEXT } from '../distributed-lock.constants';
+import type { WaitHook } from '../backend-calls';
 import type { LockHandle } from '../lock-handle';
 import type { LockOptions } from '../lock-options';
 import type { LockService } from '../lock.service';
@@ -35,26 +36,48 @@ export class LockSet {
     return this.held.length === 1 ? this.held[0] : undefined;
   }
 
-  /** Acquires every key; if one fails, releases those already taken and rethrows that failure. */
-  static async acquire(service: LockService, keys: readonly string[], options: LockOptions, cancel?: () => AbortSignal): Promise<LockSet> {
-    const ordered = orderedKeys(keys);
+  /**
+   * Acquires every key; if one fails, releases those already taken and rejects with that failure. `onWait`
+   * learns of each wait for a busy key (see LockService.acquireCancellable). A chain rather than an async
+   * loop: each await would be more promises on the path of every request.
+   */
+  static acquire(service: LockService, keys: readonly string[], options: LockOptions, onWait?: WaitHook): Promise<LockSet> {
+    let ordered: string[];
+    try {
+      ordered = orderedKeys(keys);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const held = new Array<LockHandle>(ordered.length);
     const owned: LockHandle[] = [];
-    try {
-      for (let index = 0; index < ordered.length; index++) {
-        const key = ordered[index];
-        let handle = service.inheritedLock(key, options);
-        if (!handle) {
-          handle = await (cancel ? service.acquireCancellable(key, options, cancel) : service.acquire(key, options));
-          owned.push(handle);
-        }
-        held[index] = handle;
+    const fail = (error: unknown): Promise<never> =>
+      releaseAll(owned).then(() => {
+        throw error;
+      });
+    /** Takes the keys from `index` on: those the call chain holds already are reused, the others acquired in turn. */
+    const from = (index: number): LockSet | Promise<LockSet> => {
+      for (; index < ordered.length; index++) {
+        const inherited = service.inheritedLock(ordered[index], options);
+        if (!inherited) break;
+        held[index] = inherited;
       }
+      if (index === ordered.length) return new LockSet(service, ordered, held, owned);
+      return service.acquireCancellable(ordered[index], options, onWait).then((handle) => {
+        owned.push(handle);
+        held[index] = handle;
+        try {
+          return from(index + 1);
+        } catch (error) {
+          return fail(error);
+        }
+      }, fail);
+    };
+    try {
+      const locks = from(0);
+      return locks instanceof LockSet ? Promise.resolve(locks) : locks;
     } catch (error) {
-      await releaseAll(owned);
-      throw error;
+      return fail(error);
     }
-    return new LockSet(service, ordered, held, owned);
   }
 
   /** Makes the handles visible to `LockService.current()` and to nested acquisitions in the current lock scope. */
@@ -82,6 +105,8 @@ export class LockSet {
 
   /** Calls `listener` once, with its LockLostError, when any of the locks is lost; returns a remover. */
   onLost(listener: (error: unknown) => void): () => void {
+    // A handle calls its listeners once: one lock needs no guard of its own.
+    if (this.held.length === 1) return this.held[0].onLost(listener);
     let called = false;
     const once = (error: unknown) => {
       if (called) return;
@@ -110,14 +135,17 @@ function orderedKeys(keys: readonly string[]): string[] {
   return [...new Set(keys.map((key) => validateLockKey(key)))].sort();
 }
 
-async function releaseAll(handles: readonly LockHandle[]): Promise<void> {
-  for (const handle of [...handles].reverse()) {
-    try {
-      await handle.release();
-    } catch (error) {
-      logger.warn(
-        `Could not release lock "${handle.key}"; it expires after its ttl. ${error instanceof Error ? error.message : String(error)}`,
-      );
-    }
-  }
+/** In reverse order; never rejects. One handle, the common case, costs one promise here. */
+function releaseAll(handles: readonly LockHandle[]): Promise<void> {
+  if (handles.length === 0) return Promise.resolve();
+  if (handles.length === 1) return releaseQuietly(handles[0]);
+  return handles.reduceRight<Promise<void>>((previous, handle) => previous.then(() => releaseQuietly(handle)), Promise.resolve());
+}
+
+function releaseQuietly(handle: LockHandle): Promise<void> {
+  return handle.release().then(undefined, (error: unknown) => {
+    logger.warn(
+      `Could not release lock "${handle.key}"; it expires after its ttl. ${error instanceof Error ? error.message : String(error)}`,
+    );
+  });
 }

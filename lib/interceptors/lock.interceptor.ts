@@ -1,6 +1,6 @@
 import { CallHandler, ExecutionContext, HttpException, Injectable, NestInterceptor, Optional } from '@nestjs/common';
 import { HttpAdapterHost, Reflector } from '@nestjs/core';
-import { catchError, Observable, throwError } from 'rxjs';
+import type { Observable } from 'rxjs';
 import type { WithLockMetadata } from '../decorators/with-lock-metadata';
 import { WITH_LOCK_METADATA } from '../distributed-lock.constants';
 import { LockModuleMissingError, LockTimeoutError } from '../errors';
@@ -60,8 +60,8 @@ export class LockInterceptor implements NestInterceptor {
       () => this.resolveKeys(context, metadata),
       metadata.options,
       () => next.handle(),
-      { requestId: () => this.requestIdOf(context), cancelWhen: this.clientLeaves(context) },
-    ).pipe(catchError((error: unknown) => throwError(() => this.mapError(error, context))));
+      { requestId: () => this.requestIdOf(context), cancelWhen: this.clientLeaves(context), mapError: (error) => this.mapError(error, context) },
+    );
   }
 
   /** @internal False when Nest made this instance in a module that cannot see DistributedLockModule. */

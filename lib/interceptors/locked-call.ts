@@ -1,8 +1,9 @@
-import { MonoTypeOperatorFunction, Observable, Subscription } from 'rxjs';
+import { Observable, Subscription } from 'rxjs';
 import { raceAbort } from '../backends/shared/abort';
-import { currentLockScope, LockScope, lockScopeStorage, RequestIdSource, runInLockScope } from '../context/lock-context';
+import { currentLockScope, RequestIdSource, runInLockScope } from '../context/lock-context';
 import type { LockOptions } from '../lock-options';
 import type { LockService } from '../lock.service';
+import type { WaitHook } from '../backend-calls';
 import { LockSet } from './lock-set';
 
 export interface LockedCallOptions {
@@ -10,6 +11,8 @@ export interface LockedCallOptions {
   readonly requestId?: RequestIdSource;
   /** Called once, only if a key has to be waited for, with a function that cancels the wait (a client that left). */
   readonly cancelWhen?: (cancel: (reason: Error) => void) => void;
+  /** Rewrites every error the Observable forwards (the interceptor's HTTP / RPC / WS mapping). */
+  readonly mapError?: (error: unknown) => unknown;
 }
 
 /**
@@ -17,65 +20,107 @@ export interface LockedCallOptions {
  * when the work completes, errors or is unsubscribed (an HTTP client that disconnects from an SSE stream).
  * Completion and errors are forwarded only after the release, so whoever sees the result can take the lock.
  * If a lock is lost while the work runs, the stream errors at once with that LockLostError.
+ *
+ * One Observable and one promise reaction of its own per call, no operator chain: it runs on every request.
  */
 export function lockedObservable<T>(
   service: LockService,
   resolveKeys: () => readonly string[],
   options: LockOptions,
   work: (locks: LockSet) => Observable<T>,
-  { requestId, cancelWhen }: LockedCallOptions = {},
+  { requestId, cancelWhen, mapError }: LockedCallOptions = {},
 ): Observable<T> {
   return new Observable<T>((subscriber) => {
     let locks: LockSet | undefined;
     let inner: Subscription | undefined;
-    // A subscriber that leaves while still queued (client disconnect) cancels the wait. The controller is made
-    // only when a key has to be waited for: most requests get their lock at once.
+    let stopWatching: (() => void) | undefined;
     let acquiring = true;
     let left = false;
-    let cancelWait: AbortController | undefined;
-    const leftWhileWaiting = () => new Error('the caller unsubscribed while waiting for the lock');
-    const cancel = () => {
-      if (!cancelWait) {
-        const controller = (cancelWait = new AbortController());
-        cancelWhen?.((reason) => controller.abort(reason));
+    let done = false;
+    const fail = (error: unknown) => {
+      let mapped: unknown;
+      try {
+        mapped = mapError ? mapError(error) : error;
+      } catch (mappingError) {
+        mapped = mappingError;
       }
-      if (left && !cancelWait.signal.aborted) cancelWait.abort(leftWhileWaiting());
-      return cancelWait.signal;
+      subscriber.error(mapped);
     };
-    // One lock scope for the acquisition and the work: promise continuations run in the scope they were
-    // created in, so the work sees the locks registered below (one AsyncLocalStorage run per call).
+    /** Releases, then forwards how the work ended: whoever sees the result can take the lock. */
+    const finish = (held: LockSet, forward: () => void) => {
+      if (done) return;
+      done = true;
+      stopWatching?.();
+      void held.release().then(forward);
+    };
+    // A subscriber that leaves while still queued (client disconnect) cancels the wait. `cancelWhen` is set up
+    // only when a key has to be waited for, and once for all the keys of the call.
+    let abortWait: ((reason: Error) => void) | undefined;
+    let watchingCaller = false;
+    const onWait: WaitHook = (abort) => {
+      abortWait = abort;
+      if (left) return abort(leftWhileWaiting());
+      if (!watchingCaller && cancelWhen) {
+        watchingCaller = true;
+        cancelWhen((reason) => abortWait?.(reason));
+      }
+    };
+    const run = (acquired: LockSet) => {
+      acquiring = false;
+      locks = acquired;
+      if (subscriber.closed) {
+        // Unsubscribed while waiting for the lock: nobody will run the work.
+        void acquired.release();
+        return;
+      }
+      enterHandlerScope(acquired);
+      let source: Observable<T>;
+      try {
+        source = work(acquired);
+      } catch (error) {
+        finish(acquired, () => fail(error));
+        return;
+      }
+      stopWatching = acquired.onLost((error) => {
+        inner?.unsubscribe();
+        finish(acquired, () => fail(error));
+      });
+      // Lost before the work started (a slow grant): it does not run at all.
+      if (done) return;
+      // In the lock scope still (promise reactions run where they were created), so the work sees the locks.
+      inner = source.subscribe({
+        next: (value) => subscriber.next(value),
+        error: (error: unknown) => finish(acquired, () => fail(error)),
+        complete: () => finish(acquired, () => subscriber.complete()),
+      });
+    };
+    // One lock scope for the acquisition and the work (one AsyncLocalStorage run per call).
     runInLockScope(() => {
-      Promise.resolve()
-        .then(() => LockSet.acquire(service, resolveKeys(), options, cancel))
-        .finally(() => (acquiring = false))
-        .then(
-          (acquired) => {
-            locks = acquired;
-            if (subscriber.closed) {
-              // Unsubscribed while waiting for the lock: nobody will run the work.
-              void acquired.release();
-              return;
-            }
-            enterHandlerScope(acquired);
-            let source: Observable<T>;
-            try {
-              source = work(acquired);
-            } catch (error) {
-              void acquired.release().then(() => subscriber.error(error));
-              return;
-            }
-            inner = heldUntilDone(source, acquired, currentLockScope()!, (error) => error).subscribe(subscriber);
-          },
-          (error: unknown) => subscriber.error(error),
-        );
+      let acquisition: Promise<LockSet>;
+      try {
+        acquisition = LockSet.acquire(service, resolveKeys(), options, onWait);
+      } catch (error) {
+        acquiring = false;
+        fail(error);
+        return;
+      }
+      acquisition.then(run, (error: unknown) => {
+        acquiring = false;
+        fail(error);
+      });
     }, requestId);
     return () => {
       left = true;
-      if (acquiring) cancelWait?.abort(leftWhileWaiting());
+      if (acquiring) abortWait?.(leftWhileWaiting());
+      stopWatching?.();
       inner?.unsubscribe();
       void locks?.release();
     };
   });
+}
+
+function leftWhileWaiting(): Error {
+  return new Error('the caller unsubscribed while waiting for the lock');
 }
 
 /**
@@ -102,43 +147,8 @@ export function lockedPromise<T>(
   });
 }
 
-/**
- * Holds `locks` while `source` runs: released when it completes, errors or is unsubscribed, and before
- * completion or an error is forwarded. Errors at once with the LockLostError when a lock is lost. The source
- * is subscribed in `scope`, so code it runs sees the locks. `mapError` rewrites the error it forwards.
- */
-export function heldUntilDone<T>(source: Observable<T>, locks: LockSet, scope: LockScope, mapError: (error: unknown) => unknown): Observable<T> {
-  return new Observable<T>((subscriber) => {
-    const inner = lockScopeStorage.run(scope, () =>
-      source.pipe(failWhenLost(locks)).subscribe({
-        next: (value) => subscriber.next(value),
-        error: (error: unknown) => void locks.release().then(() => subscriber.error(mapError(error))),
-        complete: () => void locks.release().then(() => subscriber.complete()),
-      }),
-    );
-    return () => {
-      inner.unsubscribe();
-      void locks.release();
-    };
-  });
-}
-
 /** Makes the locks visible to nested acquisitions, `LockService.current()` and `@CurrentLock()`. */
 export function enterHandlerScope(locks: LockSet): void {
   locks.register();
   currentLockScope()!.handlerLockSet = locks;
-}
-
-/** Mirrors the source, but errors with the LockLostError as soon as one of the locks is lost. */
-function failWhenLost<T>(locks: LockSet): MonoTypeOperatorFunction<T> {
-  return (source) =>
-    new Observable<T>((subscriber) => {
-      const stopWatching = locks.onLost((error) => subscriber.error(error));
-      if (subscriber.closed) return;
-      const subscription = source.subscribe(subscriber);
-      return () => {
-        stopWatching();
-        subscription.unsubscribe();
-      };
-    });
 }

@@ -1,0 +1,111 @@
+/**
+ * LockInterceptor.intercept alone, outside Nest and HTTP, on the memory backend: CPU µs per call against a
+ * pass-through interceptor, in alternating rounds in one process (the machine's speed drifts between minutes).
+ *
+ *   node --require ./test/support/ts-register.js bench/interceptor-cpu.ts [calls per round] [rounds]
+ *
+ * A profiling aid for the interceptor's own cost (scenario 5 measures the whole app); add --cpu-prof to profile.
+ */
+import 'reflect-metadata';
+import { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { Observable } from 'rxjs';
+import { LockInterceptor, LockService, MemoryLockBackend, WithLock } from '../lib';
+
+class Target {
+  @WithLock('bench:<<id>>')
+  locked(): void {}
+}
+
+const passThrough: NestInterceptor = { intercept: (_context, next) => next.handle() };
+
+/** What Nest's ExecutionContextHost offers that the interceptor reads, for one request. */
+function contextFor(id: string): ExecutionContext {
+  const args = [{ params: { id }, headers: {} }, { writableFinished: false, once: () => undefined }, undefined];
+  return {
+    getHandler: () => Target.prototype.locked,
+    getClass: () => Target,
+    getType: () => 'http',
+    getArgs: () => args,
+    getArgByIndex: (index: number) => args[index],
+    switchToHttp: () => ({ getRequest: () => args[0], getResponse: () => args[1], getNext: () => args[2] }),
+    switchToRpc: () => {
+      throw new Error('http only');
+    },
+    switchToWs: () => {
+      throw new Error('http only');
+    },
+  } as unknown as ExecutionContext;
+}
+
+const handler: CallHandler = {
+  handle: () =>
+    new Observable((subscriber) => {
+      subscriber.next({ ok: true });
+      subscriber.complete();
+    }),
+};
+
+/** `calls` calls, `inFlight` at a time (as autocannon's connections), each to completion. */
+async function round(interceptor: NestInterceptor, calls: number, inFlight: number): Promise<number> {
+  let next = 0;
+  const start = process.cpuUsage();
+  const lane = async () => {
+    while (next < calls) {
+      const id = String(next++);
+      await new Promise<void>((resolve, reject) =>
+        (interceptor.intercept(contextFor(id), handler) as Observable<unknown>).subscribe({ complete: resolve, error: reject }),
+      );
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, lane));
+  const used = process.cpuUsage(start);
+  return ((used.user + used.system) / calls);
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+/** Another copy of lib/ to compare with (e.g. `git archive <commit> lib | tar -x -C <dir>`), from BASELINE_LIB=<dir>/lib. */
+function baselineInterceptor(): NestInterceptor | undefined {
+  const dir = process.env.BASELINE_LIB;
+  if (!dir) return undefined;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const base = require(dir) as typeof import('../lib');
+  const service = new base.LockService(new base.MemoryLockBackend(), { defaults: { ttl: 10_000, waitTimeout: 5_000 } });
+  return new base.LockInterceptor(service, new Reflector());
+}
+
+async function main(): Promise<void> {
+  const calls = Number(process.argv[2] ?? 20_000);
+  const rounds = Number(process.argv[3] ?? 10);
+  const service = new LockService(new MemoryLockBackend(), { defaults: { ttl: 10_000, waitTimeout: 5_000 } });
+  const variants: [string, NestInterceptor][] = [['pass-through', passThrough], ['@WithLock', new LockInterceptor(service, new Reflector())]];
+  const baseline = baselineInterceptor();
+  if (baseline) variants.push(['@WithLock (baseline)', baseline]);
+  // Warm all up; the locked ones turn AsyncLocalStorage's promise hooks on, for every variant from then on.
+  for (const [, interceptor] of variants) await round(interceptor, calls, 16);
+  const costs = variants.map(() => [] as number[]);
+  for (let index = 0; index < rounds; index++) {
+    // Rotate the order, so no variant always runs after the same one (and collects its garbage).
+    for (let step = 0; step < variants.length; step++) {
+      const which = (index + step) % variants.length;
+      costs[which].push(await round(variants[which][1], calls, 16));
+    }
+  }
+  await service.close();
+  const show = (values: number[]) => `${median(values).toFixed(2)} (${Math.min(...values).toFixed(2)}-${Math.max(...values).toFixed(2)})`;
+  console.log(`CPU µs per call, median (range) over ${rounds} rounds of ${calls} calls, 16 in flight:`);
+  for (const [index, [name]] of variants.entries()) {
+    const over = costs[index].map((cost, round) => cost - costs[0][round]);
+    console.log(`  ${name.padEnd(22)} ${show(costs[index])}${index > 0 ? `   over pass-through ${show(over)}` : ''}`);
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});
