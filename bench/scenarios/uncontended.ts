@@ -26,6 +26,8 @@ export interface UncontendedRow {
   readonly vsLimit: number | undefined;
   readonly vsBestPeer: number | undefined;
   readonly serverCallsPerOp: number;
+  /** etcd only: Raft proposals committed per cycle (the fsynced writes a cycle costs the cluster). */
+  readonly raftWritesPerOp: number | undefined;
 }
 
 const TTL_MS = 10_000;
@@ -72,6 +74,7 @@ interface State {
   readonly release: Samples;
   elapsed: number;
   serverCalls: number;
+  raftWrites: number;
   /** ops/s of each slice, one per round. */
   readonly sliceOps: number[];
 }
@@ -83,13 +86,14 @@ function plan(servers: BenchServers, settings: UncontendedSettings): RoundPlan<S
     rounds: settings.rounds,
     async open(spec) {
       const adapter = await spec.create(servers.env, { ttl: TTL_MS });
-      const state: State = { spec, adapter, cycle: new Samples(), acquire: new Samples(), release: new Samples(), elapsed: 0, serverCalls: 0, sliceOps: [] };
+      const state: State = { spec, adapter, cycle: new Samples(), acquire: new Samples(), release: new Samples(), elapsed: 0, serverCalls: 0, raftWrites: 0, sliceOps: [] };
       const warmEnd = performance.now() + settings.warmupMs;
       while (performance.now() < warmEnd) await adapter.release(await adapter.acquire(KEY));
       return state;
     },
     async slice(state) {
       const before = await servers.counts(state.spec.store);
+      const writesBefore = state.spec.store === 'etcd' ? await servers.etcdRaftWrites() : 0;
       const start = performance.now();
       const end = start + settings.durationMs / settings.rounds;
       let now = start;
@@ -108,6 +112,7 @@ function plan(servers: BenchServers, settings: UncontendedSettings): RoundPlan<S
       state.elapsed += now - start;
       state.sliceOps.push((cycles * 1000) / (now - start));
       state.serverCalls += total(countDelta(before, await servers.counts(state.spec.store)), (name) => name === 'LeaseKeepAlive streams');
+      if (state.spec.store === 'etcd') state.raftWrites += (await servers.etcdRaftWrites()) - writesBefore;
     },
     close: (state) => state.adapter.close(),
   };
@@ -143,18 +148,21 @@ function toRow(state: State, vsLimit: number | undefined, vsBestPeer: number | u
     vsLimit,
     vsBestPeer,
     serverCallsPerOp: state.serverCalls / state.cycle.length,
+    raftWritesPerOp: state.spec.store === 'etcd' ? state.raftWrites / state.cycle.length : undefined,
   };
 }
 
 function table(store: Store, rows: UncontendedRow[], failures: Failure[]): Table {
   const calls = store === 'redis' ? 'server cmds/op' : 'server reqs/op';
   const headers = ['library', 'cycle p50 ms', 'cycle p99 ms', 'acquire p50 ms', 'release p50 ms', 'ops/s', 'vs limit', 'vs best peer', calls];
+  if (store === 'etcd') headers.push('Raft writes/op');
   return {
     title: store === 'redis' ? 'Redis' : 'etcd',
     notes: [
       store === 'redis'
         ? 'server cmds/op counts every command Redis executed (INFO commandstats), including those run inside Lua scripts.'
-        : 'server reqs/op counts gRPC messages etcd received (/metrics grpc_server_msg_received_total).',
+        : 'server reqs/op counts gRPC messages etcd received (/metrics grpc_server_msg_received_total); Raft writes/op counts ' +
+          'the proposals etcd committed (etcd_server_proposals_committed_total): each put, delete, write txn, lease grant or revoke is one fsynced write.',
       ...failureNotes(failures),
     ],
     headers,
@@ -169,6 +177,7 @@ function table(store: Store, rows: UncontendedRow[], failures: Failure[]): Table
         ratio(row.vsLimit),
         ratio(row.vsBestPeer),
         num(row.serverCallsPerOp, 1),
+        ...(store === 'etcd' ? [num(row.raftWritesPerOp ?? NaN, 2)] : []),
       ]),
       ...failures.map((failure) => failedRow(failure, headers.length)),
     ],
