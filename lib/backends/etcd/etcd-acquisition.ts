@@ -130,7 +130,7 @@ export class EtcdAcquisition {
 
   /**
    * Takes a seat on a session lease and puts our key there; the same txn reads whether we hold at once. If
-   * the session's last keepalive is old, one goes out beside the put (for the next grants' validity).
+   * the session's last keepalive is old, one goes out beside the put, so the grant counts from a recent one.
    * If the lease was gone before the put (etcd says "lease not found"), it starts over on a live session.
    */
   private async join(): Promise<Queued> {
@@ -140,8 +140,8 @@ export class EtcdAcquisition {
       const entry: QueueEntry = { ...seat, put };
       this.entry = entry;
       try {
-        seat.session.ensureFresh();
-        const queued = await this.server(put);
+        // Beside the put, not after it: the grant's validity counts from the session's last keepalive.
+        const [queued] = await this.server(Promise.all([put, seat.session.ensureFresh()]));
         entry.createRevision = queued.createRevision;
         return Object.assign(entry, { createRevision: queued.createRevision, holds: queued.holds, blocker: queued.blocker });
       } catch (error) {
@@ -174,8 +174,7 @@ export class EtcdAcquisition {
         let seen: Inspection;
         try {
           // Keep the session fresh, so a grant right after this read counts from a recent keepalive.
-          entry.session.ensureFresh();
-          seen = await this.server(this.etcd.inspect(this.rules, entry.key, entry.createRevision));
+          [seen] = await this.server(Promise.all([this.etcd.inspect(this.rules, entry.key, entry.createRevision), entry.session.ensureFresh()]));
         } catch (error) {
           if (this.signal.aborted) throw error;
           await this.pauseAfterFailure(backoff(++failedReads), error);

@@ -58,7 +58,6 @@ export class EtcdHeldLocks {
         this.etcd.keepAliveMany(leaseIds, longestLease * 1000),
         this.etcd.readKeys(batch.map(({ state }) => state.keyPath)),
       ]);
-      for (const id of leaseIds) this.sessions.of(id)?.renewed(startedAt, leaseTtls.get(id) ?? 0);
       batch.forEach(({ index, state, ttl }, position) => {
         const leaseTtl = leaseTtls.get(state.leaseId) ?? 0;
         const key = keys[position];
@@ -80,6 +79,8 @@ export class EtcdHeldLocks {
         state.renewedFor = ttl;
         results[index] = validUntil(startedAt, ttl, leaseTtl);
       });
+      // After this batch's own holders counted as renewed: renewed() drops those not renewed within their ttl.
+      for (const id of leaseIds) this.sessions.of(id)?.renewed(startedAt, leaseTtls.get(id) ?? 0);
     } catch (error) {
       const failure = toEtcdBackendError(this.etcd.address, 'extend', error) as Error;
       for (const { index } of batch) results[index] = failure;
@@ -95,9 +96,8 @@ export class EtcdHeldLocks {
   private async moveToSession(lock: HeldLock, state: EtcdLockState, ttl: number, seconds: number): Promise<number | null> {
     const seat = await this.sessions.join(seconds, () => state.keyPath);
     let moved: boolean;
-    seat.session.ensureFresh();
     try {
-      moved = await this.etcd.rebind(state.keyPath, state.createRevision, contenderValue(lock), seat.leaseId);
+      [moved] = await Promise.all([this.etcd.rebind(state.keyPath, state.createRevision, contenderValue(lock), seat.leaseId), seat.session.ensureFresh()]);
     } catch (error) {
       this.sessions.background(seat.session.deleteAndLeave(state.keyPath, state.createRevision).catch(() => undefined));
       throw toEtcdBackendError(this.etcd.address, 'extend', error);

@@ -82,12 +82,13 @@ export class EtcdSession {
   }
 
   /**
-   * Sends a keepalive, without waiting for it, if the last one is older than half a period (the timer runs
-   * late on a busy event loop). A grant counts its validity from the last keepalive that answered, so a
-   * contender never waits for this one: it only moves the next grant's validity forward.
+   * A keepalive if the last one is older than half a period (the timer runs late on a busy event loop), so a
+   * grant that follows counts its validity from a recent one. Resolves at once when the session is fresh;
+   * never rejects (a failed keepalive leaves the validity where it was, which is always safe).
    */
-  ensureFresh(): void {
-    if (monotonicNow() - this.aliveSince > this.periodMs / 2) this.owner.background(this.refresh().catch(() => undefined));
+  ensureFresh(): Promise<unknown> {
+    if (monotonicNow() - this.aliveSince <= this.periodMs / 2) return Promise.resolve();
+    return this.refresh().catch(() => undefined);
   }
 
   /** A keepalive sent by someone else (the watchdog's batch) answered: `ttl` <= 0 means the lease is gone. */
