@@ -2,9 +2,9 @@
  * `npm run bench`: ours against the peer libraries and the raw round-trip limits, in one run against a
  * fresh redis-server and etcd that the bench starts on free loopback ports and stops at the end.
  *
- *   node --require ./test/support/ts-register.js bench/run.ts [--quick] [--only=uncontended,hot-key,many-keys,renewing,http]
+ *   node --require ./test/support/ts-register.js bench/run.ts [--quick] [--only=uncontended,hot-key,many-keys,renewing,http] [--stores=redis,etcd]
  *
- * A full run prints every table and writes bench/RESULTS.md. --quick (shorter runs) and --only print
+ * A full run prints every table and writes bench/RESULTS.md. --quick (shorter runs), --only and --stores print
  * without writing, unless --out=<file> is given.
  */
 import { writeFileSync } from 'node:fs';
@@ -13,7 +13,7 @@ import { join, relative } from 'node:path';
 import { describeLoad, describeMachine, MachineInfo } from './lib/machine';
 import { failedSection, renderSection, renderTable, Section } from './lib/report';
 import { BenchServers } from './lib/servers';
-import { ADAPTERS } from './peers/registry';
+import { ADAPTERS as ALL_ADAPTERS } from './peers/registry';
 import { goals, Results } from './scenarios/goals';
 import { hotKey, HotKeySettings } from './scenarios/hot-key';
 import { http, HttpSettings } from './scenarios/http';
@@ -54,6 +54,8 @@ const COMMAND = 'node --require ./test/support/ts-register.js bench/run.ts';
 interface Options {
   readonly quick: boolean;
   readonly only: readonly Scenario[];
+  /** Only the libraries on these stores (every scenario still starts both servers). */
+  readonly stores: readonly string[];
   readonly out: string | undefined;
 }
 
@@ -61,17 +63,19 @@ function parseOptions(argv: readonly string[]): Options {
   let quick = false;
   let only: Scenario[] = [...SCENARIOS];
   let out: string | undefined;
+  let stores = ['redis', 'etcd'];
   for (const argument of argv) {
     if (argument === '--quick') quick = true;
     else if (argument.startsWith('--only=')) {
       only = argument.slice('--only='.length).split(',') as Scenario[];
       const unknown = only.filter((name) => !SCENARIOS.includes(name));
       if (unknown.length) throw new Error(`unknown scenario(s) ${unknown.join(', ')}; choose from ${SCENARIOS.join(', ')}`);
-    } else if (argument.startsWith('--out=')) out = argument.slice('--out='.length);
+    } else if (argument.startsWith('--stores=')) stores = argument.slice('--stores='.length).split(',');
+    else if (argument.startsWith('--out=')) out = argument.slice('--out='.length);
     else throw new Error(`unknown argument ${argument}. Usage: ${COMMAND} [--quick] [--only=${SCENARIOS.join(',')}] [--out=file]`);
   }
-  const partial = quick || only.length < SCENARIOS.length;
-  return { quick, only, out: out ?? (partial ? undefined : join(__dirname, 'RESULTS.md')) };
+  const partial = quick || only.length < SCENARIOS.length || stores.length < 2;
+  return { quick, only, stores, out: out ?? (partial ? undefined : join(__dirname, 'RESULTS.md')) };
 }
 
 async function main(): Promise<void> {
@@ -84,6 +88,7 @@ async function main(): Promise<void> {
   if (machine.loadAtStart[0] > machine.cores / 2) {
     console.warn(`warning: load average ${describeLoad(machine.loadAtStart)} on ${machine.cores} cores; other work will skew the figures.`);
   }
+  const adapters = ALL_ADAPTERS.filter((spec) => options.stores.includes(spec.store));
   const servers = await BenchServers.start();
   console.log(`bench: redis-server ${servers.redis.url}, etcd ${servers.etcd.endpoint}${options.quick ? ' (quick)' : ''}\n`);
   const step = async <T>(name: Scenario, heading: string, run: () => Promise<{ section: Section; rows: T }>, keep: (rows: T) => void) => {
@@ -100,10 +105,10 @@ async function main(): Promise<void> {
     console.log(`(${name}: ${((performance.now() - started) / 1000).toFixed(1)} s)\n`);
   };
   try {
-    await step('uncontended', '1. Uncontended', () => uncontended(servers, ADAPTERS, settings.uncontended), (rows) => (results.uncontended = rows));
-    await step('hot-key', '2. One hot key', () => hotKey(servers, ADAPTERS.filter((spec) => spec.waits), settings.hotKey), (rows) => (results.hotKey = rows));
-    await step('many-keys', '3. Many keys', () => manyKeys(servers, ADAPTERS.filter((spec) => spec.waits), settings.manyKeys), (rows) => (results.manyKeys = rows));
-    await step('renewing', '4. Held locks renewing', () => renewing(servers, ADAPTERS.filter((spec) => spec.renews), settings.renewing), (rows) => (results.renewing = rows));
+    await step('uncontended', '1. Uncontended', () => uncontended(servers, adapters, settings.uncontended), (rows) => (results.uncontended = rows));
+    await step('hot-key', '2. One hot key', () => hotKey(servers, adapters.filter((spec) => spec.waits), settings.hotKey), (rows) => (results.hotKey = rows));
+    await step('many-keys', '3. Many keys', () => manyKeys(servers, adapters.filter((spec) => spec.waits), settings.manyKeys), (rows) => (results.manyKeys = rows));
+    await step('renewing', '4. Held locks renewing', () => renewing(servers, adapters.filter((spec) => spec.renews), settings.renewing), (rows) => (results.renewing = rows));
     await step('http', '5. HTTP', () => http(servers, settings.http), (rows) => (results.http = rows));
   } finally {
     await servers.stop();

@@ -69,6 +69,16 @@ export class BenchServers {
     return counts;
   }
 
+  /**
+   * Raft proposals etcd committed since start (`etcd_server_proposals_committed_total`): every write (put, delete,
+   * txn with a write, lease grant and revoke) is one, each fsynced. Keepalives and reads are not.
+   */
+  async etcdRaftWrites(): Promise<number> {
+    const text = await (await fetch(`${this.etcd.endpoint}/metrics`)).text();
+    const match = /^etcd_server_proposals_committed_total (\S+)$/m.exec(text);
+    return match ? Number(match[1]) : NaN;
+  }
+
   /** The server-side call counts of `store`, for per-operation and per-second deltas. */
   counts(store: Store): Promise<Map<string, number>> {
     return store === 'redis' ? this.redisCommandCounts() : this.etcdRequestCounts();

@@ -1,7 +1,7 @@
 import type { AdapterSpec } from './adapter';
 import { etcd3Lock } from './etcd3-lock';
 import { oursEtcd, oursRedis, oursRedisBackendOnly } from './ours';
-import { rawEtcd } from './raw-etcd';
+import { rawEtcd, rawEtcdSession } from './raw-etcd';
 import { rawRedis } from './raw-redis';
 import { redisSemaphore } from './redis-semaphore';
 import { redlockUniversal } from './redlock-universal';
@@ -20,6 +20,7 @@ export const ADAPTERS: readonly AdapterSpec[] = [
   oursEtcd,
   etcd3Lock,
   rawEtcd,
+  rawEtcdSession,
 ];
 
 export function adapterNamed(name: string): AdapterSpec {

@@ -33,6 +33,8 @@ export interface UncontendedRow {
    */
   readonly serverUsPerOp?: number;
   readonly serverUsVsLimit?: number;
+  /** etcd only: Raft proposals committed per cycle (the fsynced writes a cycle costs the cluster). */
+  readonly raftWritesPerOp: number | undefined;
 }
 
 const TTL_MS = 10_000;
@@ -79,6 +81,7 @@ interface State {
   readonly release: Samples;
   elapsed: number;
   serverCalls: number;
+  raftWrites: number;
   /** ops/s of each slice, one per round. */
   readonly sliceOps: number[];
   /** Redis: server µs per cycle of each slice, one per round. */
@@ -92,7 +95,7 @@ function plan(servers: BenchServers, settings: UncontendedSettings): RoundPlan<S
     rounds: settings.rounds,
     async open(spec) {
       const adapter = await spec.create(servers.env, { ttl: TTL_MS });
-      const state: State = { spec, adapter, cycle: new Samples(), acquire: new Samples(), release: new Samples(), elapsed: 0, serverCalls: 0, sliceOps: [], sliceServerUs: [] };
+      const state: State = { spec, adapter, cycle: new Samples(), acquire: new Samples(), release: new Samples(), elapsed: 0, serverCalls: 0, raftWrites: 0, sliceOps: [], sliceServerUs: [] };
       const warmEnd = performance.now() + settings.warmupMs;
       while (performance.now() < warmEnd) await adapter.release(await adapter.acquire(KEY));
       return state;
@@ -101,6 +104,7 @@ function plan(servers: BenchServers, settings: UncontendedSettings): RoundPlan<S
       const redis = state.spec.store === 'redis';
       const before = await servers.counts(state.spec.store);
       const usecBefore = redis ? await servers.redisServerUsec() : undefined;
+      const writesBefore = state.spec.store === 'etcd' ? await servers.etcdRaftWrites() : 0;
       const start = performance.now();
       const end = start + settings.durationMs / settings.rounds;
       let now = start;
@@ -120,6 +124,7 @@ function plan(servers: BenchServers, settings: UncontendedSettings): RoundPlan<S
       state.sliceOps.push((cycles * 1000) / (now - start));
       if (usecBefore) state.sliceServerUs.push(serverUsec(usecBefore, await servers.redisServerUsec()) / cycles);
       state.serverCalls += total(countDelta(before, await servers.counts(state.spec.store)), (name) => name === 'LeaseKeepAlive streams');
+      if (state.spec.store === 'etcd') state.raftWrites += (await servers.etcdRaftWrites()) - writesBefore;
     },
     close: (state) => state.adapter.close(),
   };
@@ -168,6 +173,7 @@ function toRow(state: State, vsLimit: number | undefined, vsBestPeer: number | u
     vsBestPeer,
     serverCallsPerOp: state.serverCalls / state.cycle.length,
     ...(state.sliceServerUs.length > 0 && { serverUsPerOp: summarize(state.sliceServerUs).median, serverUsVsLimit }),
+    raftWritesPerOp: state.spec.store === 'etcd' ? state.raftWrites / state.cycle.length : undefined,
   };
 }
 
@@ -176,7 +182,7 @@ function table(store: Store, rows: UncontendedRow[], failures: Failure[]): Table
   const redis = store === 'redis';
   const headers = [
     'library', 'cycle p50 ms', 'cycle p99 ms', 'acquire p50 ms', 'release p50 ms', 'ops/s', 'vs limit', 'vs best peer', calls,
-    ...(redis ? ['server µs/op', 'server µs vs limit'] : []),
+    ...(redis ? ['server µs/op', 'server µs vs limit'] : ['Raft writes/op']),
   ];
   return {
     title: store === 'redis' ? 'Redis' : 'etcd',
@@ -185,7 +191,8 @@ function table(store: Store, rows: UncontendedRow[], failures: Failure[]): Table
         ? 'server cmds/op counts every command Redis executed (INFO commandstats), including those run inside Lua scripts. ' +
           'server µs/op: the median over the rounds of the server time per cycle (commandstats usec of EVALSHA/EVAL, which includes ' +
           'the commands a script runs, or of every command when no script ran); vs limit: the median per-round ratio (lower is cheaper).'
-        : 'server reqs/op counts gRPC messages etcd received (/metrics grpc_server_msg_received_total).',
+        : 'server reqs/op counts gRPC messages etcd received (/metrics grpc_server_msg_received_total); Raft writes/op counts ' +
+          'the proposals etcd committed (etcd_server_proposals_committed_total): each put, delete, write txn, lease grant or revoke is one fsynced write.',
       ...failureNotes(failures),
     ],
     headers,
@@ -200,7 +207,9 @@ function table(store: Store, rows: UncontendedRow[], failures: Failure[]): Table
         ratio(row.vsLimit),
         ratio(row.vsBestPeer),
         num(row.serverCallsPerOp, 1),
-        ...(redis ? [row.serverUsPerOp === undefined ? 'n/a' : num(row.serverUsPerOp, 2), ratio(row.serverUsVsLimit)] : []),
+        ...(redis
+          ? [row.serverUsPerOp === undefined ? 'n/a' : num(row.serverUsPerOp, 2), ratio(row.serverUsVsLimit)]
+          : [num(row.raftWritesPerOp ?? NaN, 2)]),
       ]),
       ...failures.map((failure) => failedRow(failure, headers.length)),
     ],

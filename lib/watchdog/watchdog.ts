@@ -35,8 +35,9 @@ export class Watchdog implements ScheduledRenewal {
     private readonly scheduler: RenewalScheduler,
   ) {}
 
+  /** A grant may carry less validity than a full ttl (an etcd session lease kept alive a moment before): same rule as after a renewal. */
   start(): void {
-    this.schedule(this.interval);
+    this.schedule(Math.min(this.interval, this.target[VALIDITY_LEFT]() / 2));
   }
 
   /** Used when a manual extend changed the ttl, so the period follows it. */

@@ -75,21 +75,23 @@ describe('EtcdLockBackend extend, release and close', () => {
       const otherGrant = (await backend.tryAcquire(other))!;
       await admin.delete().key(stateOf(otherGrant).keyPath);
       expect(await backend.extend(held(other, otherGrant), 5_000)).toBeNull();
-      // Release revokes the (now empty) lease, so nothing is left behind.
+      // Once no key is left on it for a renewal period, the session revokes its lease: nothing is left behind.
       await backend.release(held(other, otherGrant));
-      expect(await leaseExists(stateOf(otherGrant).leaseId)).toBe(false);
+      await eventually(async () => !(await leaseExists(stateOf(otherGrant).leaseId)), 'the idle session lease is revoked');
     });
   });
 
   describe('release', () => {
-    it('deletes the key, revokes the lease and wakes the next waiter', async () => {
+    it('deletes the key, keeps the session lease for the next lock a while, then revokes it, and wakes the next waiter', async () => {
       const request = lockRequest('release');
       const grant = (await backend.tryAcquire(request))!;
       const next = lockRequest('release');
       const waiting = backend.acquire(next, never());
       await queued(admin, 'release', 2);
       expect(await backend.release(held(request, grant))).toBe(true);
-      expect(await leaseExists(stateOf(grant).leaseId)).toBe(false);
+      expect((await contenders(admin, 'release')).map((kv) => kv.key.toString())).not.toContain(stateOf(grant).keyPath);
+      // One delete per release: the lease stays for the next lock (no grant and revoke per lock), until idle.
+      await eventually(async () => !(await leaseExists(stateOf(grant).leaseId)), 'the idle session lease is revoked');
       const nextGrant = await waiting;
       // Retried release: our revision is gone, the next holder's key is untouched.
       expect(await backend.release(held(request, grant))).toBe(false);

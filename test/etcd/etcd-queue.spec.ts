@@ -196,16 +196,19 @@ describe('EtcdLockBackend queue', () => {
   });
 
   it('re-reads and re-watches when its watch start revision was already compacted', async () => {
-    // Compact right after the waiter's read, before its watch starts: the server cancels that watch.
+    // Compact right after the waiter's read (its put's txn reads its predecessor), before its watch starts: the
+    // server cancels that watch.
     const etcd = (
       backend as unknown as {
         etcd: {
+          enqueue: (...args: unknown[]) => Promise<{ blocker?: unknown }>;
           inspect: (...args: unknown[]) => Promise<{ revision?: bigint }>;
           watchDeletion: (...args: unknown[]) => { fired: Promise<string> };
         };
       }
     ).etcd;
     const inspect = etcd.inspect;
+    const enqueue = etcd.enqueue;
     const watchDeletion = etcd.watchDeletion;
     const wakeReasons: string[] = [];
     etcd.watchDeletion = (...args: unknown[]) => {
@@ -214,16 +217,23 @@ describe('EtcdLockBackend queue', () => {
       return watch;
     };
     let compactions = 0;
+    const compactOnce = async () => {
+      if (compactions > 0) return;
+      compactions++;
+      // Two writes: a watch is cancelled only when its start revision is below the compaction revision.
+      await admin.put('noise/compaction').value('x');
+      await admin.put('noise/compaction').value('y');
+      const now = (await admin.kv.range({ key: Buffer.from('noise/compaction') })).header.revision;
+      await admin.kv.compact({ revision: now, physical: true });
+    };
+    etcd.enqueue = async (...args: unknown[]) => {
+      const queued = await enqueue.apply(etcd, args);
+      if (queued.blocker !== undefined) await compactOnce();
+      return queued;
+    };
     etcd.inspect = async (...args: unknown[]) => {
       const seen = await inspect.apply(etcd, args);
-      if (compactions === 0 && seen.revision !== undefined) {
-        compactions++;
-        // Two writes: a watch is cancelled only when its start revision is below the compaction revision.
-        await admin.put('noise/compaction').value('x');
-        await admin.put('noise/compaction').value('y');
-        const now = (await admin.kv.range({ key: Buffer.from('noise/compaction') })).header.revision;
-        await admin.kv.compact({ revision: now, physical: true });
-      }
+      if (seen.revision !== undefined) await compactOnce();
       return seen;
     };
     try {
@@ -243,6 +253,7 @@ describe('EtcdLockBackend queue', () => {
       expect(wakeReasons).toEqual(['recheck', 'deleted']);
       await backend.release(held(request, grant));
     } finally {
+      etcd.enqueue = enqueue;
       etcd.inspect = inspect;
       etcd.watchDeletion = watchDeletion;
     }

@@ -34,38 +34,47 @@ describe('etcd: held locks share one session lease per ttl', () => {
     admin.close();
   });
 
-  it(`moves ${HELD} held locks onto one lease at their first renewal, and revokes it after the last release`, async () => {
-    const handles = await Promise.all(Array.from({ length: HELD }, (_, i) => locks.acquire(`moved:${i}`, { ttl: 3_000 })));
+  it(`puts ${HELD} locks on one lease from their first acquire, renews them with it, and revokes it once idle`, async () => {
+    const grants = jest.spyOn(client.leaseClient, 'leaseGrant');
+    const handles = await Promise.all(Array.from({ length: HELD }, (_, i) => locks.acquire(`shared:${i}`, { ttl: 3_000 })));
     const tokens = handles.map((handle) => handle.fencingToken);
-    // Before any renewal, every key lives on a lease of its own.
-    const ownLeases = [...new Set((await keysOf(admin, 'etcd-sessions/moved')).map(({ lease }) => lease))];
-    expect(ownLeases).toHaveLength(HELD);
-    await Promise.all(handles.map((handle) => firstValueFrom(handle.renewals$)));
-    const moved = await keysOf(admin, 'etcd-sessions/moved');
-    expect(moved).toHaveLength(HELD);
-    const session = moved[0].lease;
-    expect(new Set(moved.map(({ lease }) => lease))).toEqual(new Set([session]));
-    expect(ownLeases).not.toContain(session);
-    // Their own leases are gone; the fencing tokens (create revisions) did not change.
-    for (const lease of ownLeases) await eventually(async () => !(await leaseExists(admin, lease)), 'the per-lock leases are revoked');
-    expect(handles.map((handle) => handle.fencingToken)).toEqual(tokens);
-    // Later renewals keep every lock, on the one lease.
+    // One lease for every name: granted once, not once per lock.
+    const keys = await keysOf(admin, 'etcd-sessions/shared');
+    expect(keys).toHaveLength(HELD);
+    const session = keys[0].lease;
+    expect(new Set(keys.map(({ lease }) => lease))).toEqual(new Set([session]));
+    expect(grants).toHaveBeenCalledTimes(1);
+    grants.mockRestore();
+    // Renewals keep every lock on that lease; the fencing tokens (create revisions) do not change.
     await Promise.all(handles.map((handle) => firstValueFrom(handle.renewals$.pipe(skip(1)))));
     expect(handles.every((handle) => handle.isHeld)).toBe(true);
+    expect(new Set((await keysOf(admin, 'etcd-sessions/shared')).map(({ lease }) => lease))).toEqual(new Set([session]));
+    expect(handles.map((handle) => handle.fencingToken)).toEqual(tokens);
 
     // A release deletes its own key only.
     await handles[0].release();
-    expect(await keysOf(admin, 'etcd-sessions/moved:0/')).toEqual([]);
-    expect(await keysOf(admin, 'etcd-sessions/moved')).toHaveLength(HELD - 1);
-    expect(await locks.isLocked('moved:1')).toBe(true);
+    expect(await keysOf(admin, 'etcd-sessions/shared:0/')).toEqual([]);
+    expect(await keysOf(admin, 'etcd-sessions/shared')).toHaveLength(HELD - 1);
+    expect(await locks.isLocked('shared:1')).toBe(true);
     await Promise.all(handles.slice(1).map((handle) => handle.release()));
-    expect(await keysOf(admin, 'etcd-sessions/moved')).toEqual([]);
-    await eventually(async () => !(await leaseExists(admin, session)), 'the session lease is revoked');
+    expect(await keysOf(admin, 'etcd-sessions/shared')).toEqual([]);
+    await eventually(async () => !(await leaseExists(admin, session)), 'the idle session lease is revoked');
+  });
+
+  it('gives each contender for one name in this process a lease of its own (each needs its own key)', async () => {
+    const holder = await locks.acquire('same-name', { ttl: 3_000 });
+    const waiting = locks.acquire('same-name', { ttl: 3_000 });
+    await eventually(async () => (await keysOf(admin, 'etcd-sessions/same-name/')).length === 2, 'the second contender queued');
+    const [first, second] = await keysOf(admin, 'etcd-sessions/same-name/');
+    expect(first.lease).not.toBe(second.lease);
+    await holder.release();
+    const next = await waiting;
+    expect(next.fencingToken).toBeGreaterThan(holder.fencingToken);
+    await next.release();
   });
 
   it('reports every lock on a session lease lost when that lease is revoked, and later locks get a new one', async () => {
     const handles = await Promise.all(Array.from({ length: 5 }, (_, i) => locks.acquire(`revoked:${i}`, { ttl: 3_000 })));
-    await Promise.all(handles.map((handle) => firstValueFrom(handle.renewals$)));
     const [{ lease }] = await keysOf(admin, 'etcd-sessions/revoked');
     // The stream ends only by erroring (lost) or completing (released): wait for that, whatever renews first.
     const lost = handles.map((handle) => lastValueFrom(handle.renewals$).catch((error: unknown) => error));
@@ -75,9 +84,9 @@ describe('etcd: held locks share one session lease per ttl', () => {
     await Promise.all(handles.map((handle) => handle.release()));
 
     const next = await locks.acquire('revoked:0', { ttl: 3_000 });
+    const [fresh] = await keysOf(admin, 'etcd-sessions/revoked:0/');
+    expect(fresh.lease).not.toBe(lease);
     await firstValueFrom(next.renewals$);
-    const [moved] = await keysOf(admin, 'etcd-sessions/revoked:0/');
-    expect(moved.lease).not.toBe(lease);
     expect(next.isHeld).toBe(true);
     await next.release();
   });
@@ -88,7 +97,7 @@ describe('etcd: held locks share one session lease per ttl', () => {
     const [kept, abandoned] = await Promise.all(
       requests.map(async (request) => held(request, await backend.acquire(request, new AbortController().signal))),
     );
-    // The first renewal moves both onto the session lease.
+    // Both live on the one session lease from their acquire.
     expect(await backend.extendMany([{ lock: kept, ttl: 2_000 }, { lock: abandoned, ttl: 2_000 }])).toEqual([
       expect.any(Number),
       expect.any(Number),

@@ -1,16 +1,54 @@
 /**
  * Rough figures on a local ZooKeeper 3.8 (not a test; prints them): uncontended tryAcquire + release per second
- * from one sequential caller, and the wake-up latency from a holder's release to the next waiter's grant.
+ * from one sequential caller, beside the raw limit (node-zookeeper-client create of an ephemeral sequential node +
+ * remove, on a path that exists) in interleaved rounds, and the wake-up latency from a holder's release to the
+ * next waiter's grant.
  * Run: node --require ./test/support/ts-register.js test/zookeeper/bench-zookeeper.ts [--fsync]
  * With --fsync the server fsyncs its log on every write, as in production (and as the etcd figures do).
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
+import { Client, CreateMode, createClient } from 'node-zookeeper-client';
 import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper-lock.backend';
 import { startZooKeeper } from '../support/zookeeper-server';
 
 const DURATION_MS = 2_000;
 const WAKE_UP_RUNS = 20;
+const ROUNDS = 8;
+
+/** One cycle of the raw limit: what a lock needs at the least, one create and one delete. */
+function rawCycle(client: Client): Promise<void> {
+  return new Promise((resolve, reject) =>
+    client.create('/bench-raw/uncontended/lock-', Buffer.from('x'), CreateMode.EPHEMERAL_SEQUENTIAL, (error, path) => {
+      if (error) return reject(error);
+      client.remove(path, -1, (removeError) => (removeError ? reject(removeError) : resolve()));
+    }),
+  );
+}
+
+function connectRaw(connectionString: string): Promise<Client> {
+  const client = createClient(connectionString, { sessionTimeout: 10_000 });
+  return new Promise((resolve, reject) => {
+    client.once('connected', () =>
+      client.mkdirp('/bench-raw/uncontended', (error) => (error ? reject(error) : resolve(client))),
+    );
+    client.connect();
+  });
+}
+
+/** Cycles per second of `cycle` for `ms`. */
+async function rate(cycle: () => Promise<void>, ms: number): Promise<number> {
+  let cycles = 0;
+  const start = performance.now();
+  const endAt = start + ms;
+  while (performance.now() < endAt) {
+    await cycle();
+    cycles++;
+  }
+  return (cycles * 1_000) / (performance.now() - start);
+}
+
+const medianOf = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 const request = (key: string) => ({ namespace: 'bench', key, token: randomUUID(), ttl: 10_000 });
 
@@ -27,17 +65,36 @@ async function main(): Promise<void> {
       await holderSide.release({ ...warm, fencingToken: 0n, state: (await holderSide.tryAcquire(warm))!.state });
     }
 
-    let cycles = 0;
-    const endAt = performance.now() + DURATION_MS;
-    while (performance.now() < endAt) {
+    const ours = async () => {
       const lock = request('uncontended');
       const grant = await holderSide.tryAcquire(lock);
       if (!grant) throw new Error('the key should be free');
       await holderSide.release({ ...lock, fencingToken: grant.fencingToken, state: grant.state });
-      cycles++;
+    };
+    const raw = await connectRaw(server.connectionString);
+    try {
+      for (let i = 0; i < 200; i++) await rawCycle(raw);
+      // Interleaved rounds, the order alternating: the machine's speed drifts, a ratio within one round does not.
+      const oursRates: number[] = [];
+      const rawRates: number[] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        const slice = DURATION_MS / 2;
+        if (round % 2 === 0) {
+          oursRates.push(await rate(ours, slice));
+          rawRates.push(await rate(() => rawCycle(raw), slice));
+        } else {
+          rawRates.push(await rate(() => rawCycle(raw), slice));
+          oursRates.push(await rate(ours, slice));
+        }
+      }
+      const ratio = medianOf(oursRates.map((value, round) => value / rawRates[round]));
+      console.log(
+        `uncontended tryAcquire+release: ${Math.round(medianOf(oursRates))} cycles/s; raw create + remove: ` +
+          `${Math.round(medianOf(rawRates))} cycles/s; ours/raw ${ratio.toFixed(2)}x (median of ${ROUNDS} interleaved rounds)`,
+      );
+    } finally {
+      raw.close();
     }
-    const perSecond = Math.round((cycles * 1_000) / DURATION_MS);
-    console.log(`uncontended tryAcquire+release: ${perSecond} cycles/s (${cycles} in ${DURATION_MS} ms, one sequential caller)`);
 
     const latencies: number[] = [];
     for (let run = 0; run < WAKE_UP_RUNS; run++) {

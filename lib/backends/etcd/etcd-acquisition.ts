@@ -1,16 +1,15 @@
 import type { AcquireRequest, LockGrant } from '../lock-backend.interface';
 import { LockBackendError } from '../../errors';
 import { monotonicNow } from '../../utils/clock';
-import { delay, raceAbort } from '../shared/abort';
+import { delay } from '../shared/abort';
 import type { WakeReason } from './etcd-deletion-watch';
 import { contenderValue } from './etcd-key-layout';
-import { GrantedLease, isLeaseNotFound } from './etcd-lease';
-import { EtcdLockClient, Inspection, toEtcdBackendError } from './etcd-lock-client';
+import { isLeaseNotFound } from './etcd-lease';
+import { Enqueued, EtcdLockClient, Inspection, toEtcdBackendError } from './etcd-lock-client';
 import { EtcdLockState, leaseSecondsFor, validUntil } from './etcd-lock-state';
-import { QueueRules, queueRulesFor, WaitTarget } from './etcd-queue-rules';
-
-/** Deadline for the clean-up calls we make on our own (revoking a waiter's lease), so none lingers. */
-export const CLEANUP_DEADLINE_MS = 5_000;
+import type { QueueRules, WaitTarget } from './etcd-queue-rules';
+import { queueRulesFor } from './etcd-queues';
+import type { EtcdSessions, Seat } from './etcd-sessions';
 /** Upper bound of the pause before a retry, when reads or watches keep failing, so nothing spins. */
 const MAX_BACKOFF_MS = 1_000;
 
@@ -18,27 +17,30 @@ function backoff(failures: number): number {
   return Math.min(MAX_BACKOFF_MS, 50 * 2 ** failures);
 }
 
-/** How often join() takes a fresh lease when the one it just granted was gone before our key was put. */
+/** After an abort, how long a call still outstanding may answer before we take etcd for unresponsive. */
+const ANSWER_GRACE_MS = 100;
+
+/** How often join() takes a seat on a fresh session when the lease it joined was gone before our key was put. */
 const JOIN_ATTEMPTS = 3;
 
-/** A lease we granted and keep alive while we wait. */
-interface WaitingLease {
-  readonly lease: Promise<GrantedLease>;
-  readonly leaseId: string;
-  readonly leaseTtlSeconds: number;
-  /** Monotonic time just before the last grant/keepalive of this lease that succeeded. */
-  aliveSince: number;
+/** Our place in the queue: one key on a session lease. */
+interface QueueEntry extends Seat {
+  /** The put, awaited by a clean-up even after we stopped waiting for it: a put landing later would stay. */
+  put?: Promise<Enqueued>;
+  /** Set once the put is known to have happened; until then a clean-up deletes by name. */
+  createRevision?: bigint;
 }
 
-/** Our place in the queue: one key on one lease. */
-interface QueueEntry extends WaitingLease {
-  readonly key: string;
+/** A queue entry whose put succeeded. */
+interface Queued extends QueueEntry {
   readonly createRevision: bigint;
   /**
    * Whether we held as soon as our key was put (nobody ahead of us blocked); undefined when the put's
    * answer was lost and a retry found our key already there, so a read must tell.
    */
   readonly holds: boolean | undefined;
+  /** What blocked us in the revision of our put, when we did not hold at once. */
+  readonly blocker?: WaitTarget;
 }
 
 type Wake = WakeReason | 'lease-lost';
@@ -49,24 +51,26 @@ type Wake = WakeReason | 'lease-lost';
  * may let in. Who blocks whom is the queue kind's business (QueueRules): a writer waits for its immediate
  * predecessor, a reader for the nearest earlier writer, a semaphore waiter for enough earlier keys to go.
  *
- * While queued it keeps its own lease alive (a queued key whose lease expires vanishes), and after every
- * wake-up it re-reads its own key before believing it is first (etcd#11456). If its key vanished anyway,
- * it joins again at the back with a fresh lease, as long as the caller's signal allows. Failures once
- * queued (a restart, a leader change) are retried with backoff until the signal aborts; failures while
- * joining reject at once, so a wrong address or missing permission shows up immediately.
+ * Its key lives on a session lease (EtcdSessions) from the first put, waiting or holding, so an uncontended
+ * acquire is one txn and a release one delete. The session keeps the lease alive while we wait (a queued key
+ * whose lease expires vanishes), and after every wake-up we re-read our own key before believing we are first
+ * (etcd#11456). If the key vanished anyway, we join again at the back, on a live session, as long as the
+ * caller's signal allows. Failures once queued (a restart, a leader change) are retried with backoff until the
+ * signal aborts; failures while joining reject at once, so a wrong address or missing permission shows up
+ * immediately.
  */
 export class EtcdAcquisition {
   private readonly controller = new AbortController();
   private readonly rules: QueueRules;
-  /** Leases this attempt granted and still has to revoke unless it hands one over as the lock. */
-  private readonly leases = new Set<Promise<GrantedLease>>();
-  private keepaliveTimer?: NodeJS.Timeout;
+  /** Our seat while it is ours to clean up (not yet handed over as the lock). */
+  private entry: QueueEntry | undefined;
   private wake?: (reason: Wake) => void;
   private cancelledWith?: { error: unknown };
   private readonly detachUserSignal: () => void;
 
   constructor(
     private readonly etcd: EtcdLockClient,
+    private readonly sessions: EtcdSessions,
     private readonly request: AcquireRequest,
     private readonly operation: 'acquire' | 'tryAcquire',
     /** Registers clean-up work with the backend, so close() can wait for it. */
@@ -99,12 +103,11 @@ export class EtcdAcquisition {
         const entry = await this.join();
         if (entry.holds) return this.handOver(entry);
         if (await this.waitForTurn(entry)) return this.handOver(entry);
-        // Our key vanished while queued (lease expired or revoked). Join again, at the back, with a new lease.
-        this.stopKeepalive();
-        this.revokeLater(entry.lease);
+        // Our key vanished while queued (its lease expired or was revoked). Join again, at the back.
+        this.leave();
       }
     } catch (error) {
-      this.abandon();
+      this.leave();
       throw error;
     } finally {
       this.detachUserSignal();
@@ -115,13 +118,12 @@ export class EtcdAcquisition {
     try {
       const entry = await this.join();
       if (entry.holds ?? (await this.holdsNow(entry))) return this.handOver(entry);
-      this.stopKeepalive();
-      // Someone holds or queues ahead of us. Revoking the lease deletes our key with it, in one request.
-      await this.server(this.etcd.revoke(entry.leaseId));
-      this.leases.delete(entry.lease);
+      // Someone holds or queues ahead of us: delete our key (one write) before we answer.
+      this.entry = undefined;
+      await this.server(entry.session.deleteAndLeave(entry.key, entry.createRevision.toString()));
       return null;
     } catch (error) {
-      this.abandon();
+      this.leave();
       throw error;
     } finally {
       this.detachUserSignal();
@@ -129,34 +131,32 @@ export class EtcdAcquisition {
   }
 
   /**
-   * Grants a lease and puts our key on it; the same txn reads whether we hold at once. The lease is kept
-   * alive from the grant on: during a leader election one request can hang for etcd's request timeout
-   * (5 s + 2 election timeouts), longer than a short lease lives. If the lease still expired before the
-   * put (etcd says "lease not found"), it starts over with a fresh one.
+   * Takes a seat on a session lease and puts our key there; the same txn reads whether we hold at once. If
+   * the session's last keepalive is old, one goes out beside the put, so the grant counts from a recent one.
+   * If the lease was gone before the put (etcd says "lease not found"), it starts over on a live session.
    */
-  private async join(): Promise<QueueEntry> {
+  private async join(): Promise<Queued> {
     for (let attempt = 1; ; attempt++) {
-      const startedAt = monotonicNow();
-      const lease = this.etcd.grant(leaseSecondsFor(this.request.ttl));
-      this.leases.add(lease);
-      lease.catch(() => this.leases.delete(lease));
-      const granted = await this.server(lease);
-      const waiting: WaitingLease = { lease, leaseId: granted.id, leaseTtlSeconds: granted.ttlSeconds, aliveSince: startedAt };
-      this.startKeepalive(waiting);
-      const key = this.rules.keyFor(granted.id);
+      const seat = await this.server(this.sessions.join(leaseSecondsFor(this.request.ttl), (leaseId) => this.rules.keyFor(leaseId)));
+      const put = this.etcd.enqueue(this.rules, seat.key, this.value ?? contenderValue(this.request), seat.leaseId);
+      const entry: QueueEntry = { ...seat, put };
+      this.entry = entry;
       try {
-        const queued = await this.server(this.etcd.enqueue(this.rules, key, this.value ?? contenderValue(this.request), granted.id));
-        return Object.assign(waiting, { key, createRevision: queued.createRevision, holds: queued.holds });
+        // Beside the put, not after it: the grant's validity counts from the session's last keepalive.
+        const [queued] = await this.server(Promise.all([put, seat.session.ensureFresh()]));
+        entry.createRevision = queued.createRevision;
+        return Object.assign(entry, { createRevision: queued.createRevision, holds: queued.holds, blocker: queued.blocker });
       } catch (error) {
-        this.stopKeepalive();
-        this.revokeLater(lease);
-        if (attempt >= JOIN_ATTEMPTS || !isLeaseNotFound((error as { cause?: unknown })?.cause)) throw error;
+        const leaseGone = isLeaseNotFound((error as { cause?: unknown })?.cause);
+        if (leaseGone) seat.session.end();
+        this.leave();
+        if (attempt >= JOIN_ATTEMPTS || !leaseGone) throw error;
       }
     }
   }
 
   /** One read: whether nobody ahead of us blocks now (our key still there). */
-  private async holdsNow(entry: QueueEntry): Promise<boolean> {
+  private async holdsNow(entry: Queued): Promise<boolean> {
     const seen = await this.server(this.etcd.inspect(this.rules, entry.key, entry.createRevision));
     return seen.present && seen.blocker === undefined;
   }
@@ -165,34 +165,33 @@ export class EtcdAcquisition {
    * Resolves true once nobody ahead of us blocks us, false if our key is gone. Once queued, a failed read is
    * retried with backoff: a brief outage or leader change should not cost us our place.
    */
-  private async waitForTurn(entry: QueueEntry): Promise<boolean> {
-    let failedWatches = 0;
-    let failedReads = 0;
-    for (;;) {
-      // Renew and re-read together: the lease is alive from `startedAt` on, and the key was still ours.
-      const startedAt = monotonicNow();
-      let leaseTtl: number;
-      let seen: Inspection;
-      try {
-        [leaseTtl, seen] = await this.server(
-          Promise.all([
-            this.etcd.keepAlive(entry.leaseId, entry.leaseTtlSeconds * 1000),
-            this.etcd.inspect(this.rules, entry.key, entry.createRevision),
-          ]),
-        );
-      } catch (error) {
-        if (this.signal.aborted) throw error;
-        await this.pauseAfterFailure(backoff(++failedReads), error);
-        continue;
+  private async waitForTurn(entry: Queued): Promise<boolean> {
+    const unsubscribe = entry.session.onLost(() => this.wake?.('lease-lost'));
+    try {
+      let failedWatches = 0;
+      let failedReads = 0;
+      // The put's own txn told us what blocks us, in the revision our key was created: sleep on it at once.
+      if (entry.blocker) await this.sleepUntilWoken(entry.blocker, entry.createRevision + 1n);
+      for (;;) {
+        let seen: Inspection;
+        try {
+          // Keep the session fresh, so a grant right after this read counts from a recent keepalive.
+          [seen] = await this.server(Promise.all([this.etcd.inspect(this.rules, entry.key, entry.createRevision), entry.session.ensureFresh()]));
+        } catch (error) {
+          if (this.signal.aborted) throw error;
+          await this.pauseAfterFailure(backoff(++failedReads), error);
+          continue;
+        }
+        failedReads = 0;
+        if (entry.session.lost || !seen.present) return false;
+        if (seen.blocker === undefined) return true;
+        if (failedWatches > 0) await delay(backoff(failedWatches), this.signal);
+        // From the revision after our read, so a deletion between the read and the watch is not missed.
+        const reason = await this.sleepUntilWoken(seen.blocker, seen.revision + 1n);
+        failedWatches = reason === 'recheck' ? failedWatches + 1 : 0;
       }
-      failedReads = 0;
-      if (leaseTtl <= 0 || !seen.present) return false;
-      entry.aliveSince = Math.max(entry.aliveSince, startedAt);
-      if (seen.blocker === undefined) return true;
-      if (failedWatches > 0) await delay(backoff(failedWatches), this.signal);
-      // From the revision after our read, so a deletion between the read and the watch is not missed.
-      const reason = await this.sleepUntilWoken(seen.blocker, seen.revision + 1n);
-      failedWatches = reason === 'recheck' ? failedWatches + 1 : 0;
+    } finally {
+      unsubscribe();
     }
   }
 
@@ -234,88 +233,86 @@ export class EtcdAcquisition {
     });
   }
 
-  /** Keeps a waiting lease alive at a third of its TTL, like etcd's own clients. The timer is unref'd. */
-  private startKeepalive(entry: WaitingLease): void {
-    let inFlight = false;
-    const tick = async () => {
-      if (inFlight) return;
-      inFlight = true;
-      const startedAt = monotonicNow();
-      try {
-        const leaseTtl = await this.etcd.keepAlive(entry.leaseId, entry.leaseTtlSeconds * 1000);
-        if (leaseTtl > 0) entry.aliveSince = Math.max(entry.aliveSince, startedAt);
-        else this.wake?.('lease-lost');
-      } catch {
-        // Transient: the next tick retries, and every wake-up re-reads the key before trusting anything.
-      } finally {
-        inFlight = false;
-      }
-    };
-    this.keepaliveTimer = setInterval(() => this.track(tick()), Math.max(100, (entry.leaseTtlSeconds * 1000) / 3));
-    this.keepaliveTimer.unref();
-  }
-
-  private stopKeepalive(): void {
-    clearInterval(this.keepaliveTimer);
-    this.keepaliveTimer = undefined;
-  }
-
-  private handOver(entry: QueueEntry): LockGrant {
-    this.stopKeepalive();
-    // Never grant after the abort; the catch revokes the lease.
+  private handOver(entry: Queued): LockGrant {
+    // Never grant after the abort, nor on a lease we know is gone; the catch deletes our key.
     if (this.signal.aborted) throw this.signal.reason;
-    // From here the lease is the lock's: the core's watchdog keeps it alive through extend().
-    this.leases.delete(entry.lease);
-    const seconds = leaseSecondsFor(this.request.ttl);
+    if (entry.session.lost) throw new LockBackendError('etcd', this.etcd.address, this.operation, 'the session lease expired as the lock was granted');
+    // From here the key is the lock's: the core's watchdog renews it through extend(), release() deletes it.
+    this.entry = undefined;
     const state: EtcdLockState = {
       keyPath: entry.key,
       createRevision: entry.createRevision.toString(),
       leaseId: entry.leaseId,
-      leaseTtlSeconds: entry.leaseTtlSeconds,
-      requestedTtlSeconds: seconds,
+      leaseTtlSeconds: entry.session.leaseTtlSeconds,
+      requestedTtlSeconds: leaseSecondsFor(this.request.ttl),
+      renewedAt: entry.session.aliveSince,
+      renewedFor: this.request.ttl,
     };
+    entry.session.holders.add(state);
     return {
       fencingToken: entry.createRevision,
-      validUntil: validUntil(entry.aliveSince, this.request.ttl, entry.leaseTtlSeconds),
+      validUntil: validUntil(entry.session.aliveSince, this.request.ttl, entry.session.leaseTtlSeconds),
       state,
     };
   }
 
   /**
-   * Every server call: errors become LockBackendErrors, and an abort while the call is outstanding rejects
-   * at once (etcd3 keeps retrying against a dead server) with a LockBackendError, not the wait's reason.
+   * Every server call: errors become LockBackendErrors. An abort while the call is outstanding gives it
+   * ANSWER_GRACE_MS to answer: if it does, the wait simply ended (the signal's reason); if not, etcd is not
+   * answering (etcd3 keeps retrying against a dead server), and that is a LockBackendError, not a timeout.
    */
   private server<T>(work: Promise<T>): Promise<T> {
     const mapped = work.catch((error: unknown) => {
       throw toEtcdBackendError(this.etcd.address, this.operation, error);
     });
-    return raceAbort(mapped, this.signal, () =>
-      this.cancelledWith
-        ? this.cancelledWith.error
-        : new LockBackendError(
-            'etcd',
-            this.etcd.address,
-            this.operation,
-            'the wait ended while a request to etcd was still outstanding',
-            { cause: this.signal.reason },
-          ),
-    );
+    return new Promise<T>((resolve, reject) => {
+      let grace: NodeJS.Timeout | undefined;
+      const onAbort = () => {
+        if (this.cancelledWith) return reject(this.cancelledWith.error);
+        grace = setTimeout(
+          () =>
+            reject(
+              new LockBackendError('etcd', this.etcd.address, this.operation, 'the wait ended while a request to etcd was still outstanding', {
+                cause: this.signal.reason,
+              }),
+            ),
+          ANSWER_GRACE_MS,
+        );
+      };
+      const settle = () => {
+        clearTimeout(grace);
+        this.signal.removeEventListener('abort', onAbort);
+      };
+      if (this.signal.aborted) onAbort();
+      else this.signal.addEventListener('abort', onAbort, { once: true });
+      mapped.then(
+        (value) => {
+          settle();
+          if (this.signal.aborted) reject(this.cancelledWith ? this.cancelledWith.error : this.signal.reason);
+          else resolve(value);
+        },
+        (error: unknown) => {
+          settle();
+          reject(error);
+        },
+      );
+    });
   }
 
-  /** Leaves the queue: stops the keepalive and revokes every lease this attempt still holds. */
-  private abandon(): void {
-    this.stopKeepalive();
+  /**
+   * Leaves the queue: deletes our key in the background once our put settled (by its revision, or by name if
+   * the put failed), so a put still in flight cannot land after the delete and stay.
+   */
+  private leave(): void {
     this.wake = undefined;
-    for (const lease of [...this.leases]) this.revokeLater(lease);
-  }
-
-  /** Revokes in the background (deleting the key on it) once the grant, possibly still in flight, lands. */
-  private revokeLater(lease: Promise<GrantedLease>): void {
-    this.leases.delete(lease);
+    const entry = this.entry;
+    this.entry = undefined;
+    if (!entry) return;
+    const put = entry.put ?? Promise.resolve(undefined);
     this.track(
-      lease
-        .then((granted) => this.etcd.revoke(granted.id, { deadline: Date.now() + CLEANUP_DEADLINE_MS }))
-        .catch(() => undefined),
+      put
+        .then((queued) => queued?.createRevision ?? entry.createRevision, () => entry.createRevision)
+        .then((revision) => entry.session.deleteAndLeave(entry.key, revision?.toString())),
     );
   }
 }

@@ -9,8 +9,8 @@ import {
   prefixRange,
   readKeysTxn,
   rebindTxn,
-  rebindManyTxn,
   deleteIfOursTxn,
+  bytes,
   SORT_ASCEND,
   SORT_BY_CREATE,
   stillOursTxn,
@@ -20,6 +20,8 @@ export interface Enqueued {
   readonly createRevision: bigint;
   /** Whether we hold at once, read in the same revision as our put; undefined when a retry found our key already put. */
   readonly holds: boolean | undefined;
+  /** When we do not hold: what blocks us, read in the revision of our put (`createRevision`). */
+  readonly blocker?: WaitTarget;
 }
 
 export type Inspection =
@@ -68,7 +70,11 @@ export class EtcdLockClient {
 
   async enqueue(rules: QueueRules, key: string, token: string, leaseId: string): Promise<Enqueued> {
     const response = await this.client.kv.txn(rules.enqueueTxn(key, token, leaseId));
-    if (response.succeeded) return { createRevision: BigInt(response.header.revision), holds: rules.holdsAtOnce(response, key) };
+    if (response.succeeded) {
+      const createRevision = BigInt(response.header.revision);
+      const blocker = rules.blockerAtOnce(response, key, createRevision);
+      return { createRevision, holds: blocker === undefined, ...(blocker && { blocker }) };
+    }
     // The key embeds a lease id granted a moment ago: if it exists on that lease, an earlier attempt of this
     // very txn put it (etcd3 retries a call whose answer was lost).
     const existing = response.responses[0]?.response_range?.kvs[0];
@@ -90,19 +96,15 @@ export class EtcdLockClient {
     return (await this.client.kv.txn(rebindTxn(key, createRevision, token, newLeaseId))).succeeded;
   }
 
-  /** rebind for many keys, in txns of MAX_TXN_OPS; true for a chunk whose keys were all still ours and moved. */
-  async rebindMany(items: readonly { key: string; createRevision: string; value: string }[], newLeaseId: string): Promise<boolean[]> {
-    const chunks: (typeof items)[] = [];
-    for (let i = 0; i < items.length; i += MAX_TXN_OPS) chunks.push(items.slice(i, i + MAX_TXN_OPS));
-    const responses = await Promise.all(chunks.map((chunk) => this.client.kv.txn(rebindManyTxn(chunk, newLeaseId))));
-    return chunks.flatMap((chunk, index) => chunk.map(() => responses[index].succeeded));
-  }
-
   /** Deletes the key if it still has `createRevision`; false when it was gone or someone else's. */
-  async deleteIfOurs(key: string, createRevision: string): Promise<boolean> {
-    return (await this.client.kv.txn(deleteIfOursTxn(key, createRevision))).succeeded;
+  async deleteIfOurs(key: string, createRevision: string, options?: CallOptions): Promise<boolean> {
+    return (await this.client.kv.txn(deleteIfOursTxn(key, createRevision), options)).succeeded;
   }
 
+  /** Deletes the key whatever its revision: only for a key whose name embeds our own lease id. */
+  async deleteKey(key: string, options?: CallOptions): Promise<boolean> {
+    return Number((await this.client.kv.deleteRange({ key: bytes(key) }, options)).deleted) > 0;
+  }
 
   /** Every key under `prefix`, oldest first, with its value, create revision and lease. */
   async listContenders(prefix: string): Promise<{ key: string; value: string; createRevision: string; leaseId: string }[]> {

@@ -1,6 +1,6 @@
 /**
  * What an etcd grant carries in `LockGrant.state`. The core hands the same object back to extend/release;
- * extend() rebinds the key to a new lease when the ttl changes, so the lease fields are mutable.
+ * extend() moves the key to a session lease of another ttl when the ttl changes, so the lease fields are mutable.
  */
 export interface EtcdLockState {
   /** The contender key: `<namespace>/<enc(key)>/<lease id hex>`. */
@@ -13,9 +13,7 @@ export interface EtcdLockState {
   leaseTtlSeconds: number;
   /** TTL in seconds we asked for: ceil(ttl / 1000). */
   requestedTtlSeconds: number;
-  /** True once the key moved onto the shared session lease of its ttl (see EtcdSessions); it never moves back. */
-  onSession?: boolean;
-  /** On a session: monotonic ms of the last renewal that succeeded, and the ttl it was for. */
+  /** Monotonic ms of the grant or last renewal that succeeded, and the ttl it was for (see EtcdSession). */
   renewedAt?: number;
   renewedFor?: number;
 }

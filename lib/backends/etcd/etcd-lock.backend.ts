@@ -1,15 +1,14 @@
 import type { Etcd3 } from 'etcd3';
 import type { AcquireRequest, BackendInspection, HeldLock, InspectedEntry, LockBackend, LockGrant } from '../lock-backend.interface';
 import { LockBackendError } from '../../errors';
-import { monotonicNow } from '../../utils/clock';
 import { loadOptionalPackage } from '../../utils/optional-package';
 import type { EtcdClient, EtcdConnectionOptions } from './etcd-client';
-import { CLEANUP_DEADLINE_MS, EtcdAcquisition } from './etcd-acquisition';
-import { contenderValue, lockPrefix, parseContenderValue, READER_MARK, semaphorePrefix } from './etcd-key-layout';
-import { isLeaseNotFound } from './etcd-lease';
+import { EtcdAcquisition } from './etcd-acquisition';
+import { EtcdHeldLocks } from './etcd-held-locks';
+import { lockPrefix, parseContenderValue, READER_MARK, semaphorePrefix } from './etcd-key-layout';
 import { EtcdLockClient, toEtcdBackendError } from './etcd-lock-client';
+import { CLEANUP_DEADLINE_MS } from './etcd-session';
 import { EtcdSessions } from './etcd-sessions';
-import { asEtcdLockState, EtcdLockState, leaseSecondsFor, validUntil } from './etcd-lock-state';
 import type { ElectionBackend } from '../../leader-election/election-backend.interface';
 import { EtcdElection } from '../../leader-election/etcd/etcd-election';
 
@@ -26,8 +25,8 @@ const CLOSE_GRACE_MS = CLEANUP_DEADLINE_MS;
 
 /**
  * Locks on etcd v3, compatible with Go's `concurrency.Mutex` and `etcdctl lock`: each contender is a key
- * `<namespace>/<enc(key)>/<lease hex>` on its own lease, the lowest create revision owns the lock, and that
- * revision is the fencing token. See EtcdAcquisition for the queue.
+ * `<namespace>/<enc(key)>/<lease hex>` on a session lease shared with other names (EtcdSessions), the lowest
+ * create revision owns the lock, and that revision is the fencing token. See EtcdAcquisition for the queue.
  *
  * Read locks queue in the same range as `r-<lease hex>` and wait only for earlier writers; semaphores queue
  * under `<namespace>/%semaphore/<enc(key)>/` and hold while fewer than `permits` keys are older
@@ -44,14 +43,7 @@ export class EtcdLockBackend implements LockBackend {
   private readonly ownsClient: boolean;
   private readonly etcd: EtcdLockClient;
   private readonly sessions: EtcdSessions;
-  /**
-   * Held locks on a session lease. Other locks' renewals keep that lease alive, so a lock its holder stopped
-   * renewing (lost: validity passed, event loop blocked) would otherwise keep its key, and block its name, for
-   * as long as the session lives. Each renewal tick drops the keys not renewed within their ttl.
-   */
-  private readonly onSessions = new Set<EtcdLockState>();
-  /** Session keys whose delete failed: retried on each renewal tick, and the session kept until then. */
-  private readonly undeleted = new Set<EtcdLockState>();
+  private readonly held: EtcdHeldLocks;
   private readonly acquisitions = new Map<EtcdAcquisition, Promise<unknown>>();
   private readonly background = new Set<Promise<unknown>>();
   private closing?: Promise<void>;
@@ -71,11 +63,12 @@ export class EtcdLockBackend implements LockBackend {
     }
     this.etcd = new EtcdLockClient(this.client, this.address);
     this.sessions = new EtcdSessions(this.etcd, (work) => this.runInBackground(work));
+    this.held = new EtcdHeldLocks(this.etcd, this.sessions);
   }
 
   /** @internal LeaderElection on this backend's client, with Go's concurrency.Election layout. */
   createElectionBackend(): ElectionBackend {
-    return new EtcdElection(this.etcd, (work) => this.runInBackground(work));
+    return new EtcdElection(this.etcd, this.sessions, this.held, (work) => this.runInBackground(work));
   }
 
   tryAcquire(request: AcquireRequest): Promise<LockGrant | null> {
@@ -92,78 +85,25 @@ export class EtcdLockBackend implements LockBackend {
 
   async extend(lock: HeldLock, ttl: number): Promise<number | null> {
     if (this.closing) throw this.closedError('extend');
-    const state = asEtcdLockState(lock.state);
-    try {
-      const seconds = leaseSecondsFor(ttl);
-      if (seconds === state.requestedTtlSeconds || seconds === state.leaseTtlSeconds) {
-        return await this.renewLease(state, ttl);
-      }
-      return await this.moveToNewLease(lock, state, ttl, seconds);
-    } catch (error) {
-      throw toEtcdBackendError(this.address, 'extend', error);
-    }
+    const [result] = await this.held.extendMany([{ lock, ttl }]);
+    if (result instanceof Error) throw result;
+    return result;
   }
 
   /**
-   * Renews many held locks at once: all keepalives on one stream and one txn (per 128 keys) that checks each
-   * key still has our create revision and lease. Locks whose ttl changed take the single path (a new lease).
+   * Renews many held locks at once: one keepalive per session lease among them, and one txn per 128 keys that
+   * checks each key still has our create revision and lease. A lock whose ttl changed moves to another session.
    */
   async extendMany(items: readonly { lock: HeldLock; ttl: number }[]): Promise<(number | null | Error)[]> {
     if (this.closing) throw this.closedError('extend');
-    const results: (number | null | Error)[] = new Array(items.length);
-    const batch: { index: number; lock: HeldLock; state: EtcdLockState; ttl: number }[] = [];
-    const singles: Promise<void>[] = [];
-    items.forEach(({ lock, ttl }, index) => {
-      const state = asEtcdLockState(lock.state);
-      const seconds = leaseSecondsFor(ttl);
-      if (seconds === state.requestedTtlSeconds || seconds === state.leaseTtlSeconds) batch.push({ index, lock, state, ttl });
-      else singles.push(this.extend(lock, ttl).then((r) => void (results[index] = r), (e: Error) => void (results[index] = e)));
-    });
-    this.dropUnrenewedSessionKeys();
-    if (batch.length > 0) {
-      await this.moveOntoSessions(batch);
-      const startedAt = monotonicNow();
-      try {
-        const longestLease = Math.max(...batch.map(({ state }) => state.leaseTtlSeconds));
-        const [leaseTtls, keys] = await Promise.all([
-          this.etcd.keepAliveMany(batch.map(({ state }) => state.leaseId), longestLease * 1000),
-          this.etcd.readKeys(batch.map(({ state }) => state.keyPath)),
-        ]);
-        batch.forEach(({ index, state, ttl }, position) => {
-          const leaseTtl = leaseTtls.get(state.leaseId) ?? 0;
-          const key = keys[position];
-          const ours = key !== undefined && key.createRevision === state.createRevision && key.leaseId === state.leaseId;
-          if (leaseTtl <= 0 && state.onSession) this.sessions.expired(state.leaseId);
-          if (leaseTtl <= 0 || !ours) {
-            results[index] = null;
-            return;
-          }
-          state.leaseTtlSeconds = leaseTtl;
-          state.renewedAt = startedAt;
-          state.renewedFor = ttl;
-          results[index] = validUntil(startedAt, ttl, leaseTtl);
-        });
-      } catch (error) {
-        const failure = toEtcdBackendError(this.address, 'extend', error) as Error;
-        for (const { index } of batch) results[index] = failure;
-      }
-    }
-    await Promise.all(singles);
-    return results;
+    return this.held.extendMany(items);
   }
 
+  /** One write: deletes our key by its create revision, never by name alone (etcd#22082). */
   async release(lock: HeldLock): Promise<boolean> {
     if (this.closing) throw this.closedError('release');
-    const state = asEtcdLockState(lock.state);
     try {
-      // One write: revoking our lease deletes exactly the keys on it, which is our contender key and nothing
-      // else, so it can never delete a newer holder's key (etcd#22082). A delete txn first would cost a second
-      // write (and fsync) for the same result.
-      if (!state.onSession) return await this.etcd.revoke(state.leaseId);
-      // Other locks live on the session lease: delete only our key, by its create revision, and give the lease
-      // back. Never revoke it here. A key dropped already (not renewed within its ttl) is not ours to delete.
-      if (!this.onSessions.delete(state)) return false;
-      return await this.deleteSessionKey(state);
+      return await this.held.release(lock);
     } catch (error) {
       throw toEtcdBackendError(this.address, 'release', error);
     }
@@ -239,131 +179,13 @@ export class EtcdLockBackend implements LockBackend {
     for (const attempt of this.acquisitions.keys()) attempt.cancel(this.closedError('acquire'));
     await settledWithin(Promise.allSettled([...this.acquisitions.values()]), CLOSE_GRACE_MS);
     await settledWithin(Promise.allSettled([...this.background]), CLOSE_GRACE_MS);
+    // Every lease we still keep (idle sessions, and those of locks the core did not release) goes now.
+    await settledWithin(this.sessions.closeAll(), CLOSE_GRACE_MS);
     if (this.ownsClient) this.client.close();
   }
 
-  /** Same ttl in seconds: one keepalive, and in parallel a check that our key still lives on that lease. */
-  private async renewLease(state: EtcdLockState, ttl: number): Promise<number | null> {
-    const startedAt = monotonicNow();
-    const [leaseTtl, ours] = await Promise.all([
-      this.etcd.keepAlive(state.leaseId, state.leaseTtlSeconds * 1000),
-      this.etcd.stillOurs(state.keyPath, state.createRevision, state.leaseId),
-    ]);
-    if (leaseTtl <= 0 || !ours) return null;
-    state.leaseTtlSeconds = leaseTtl;
-    state.renewedAt = startedAt;
-    state.renewedFor = ttl;
-    return validUntil(startedAt, ttl, leaseTtl);
-  }
-
-  /** Another ttl: a lease's TTL is fixed, so grant a new one and move our key onto it (same create revision). */
-  private async moveToNewLease(lock: HeldLock, state: EtcdLockState, ttl: number, seconds: number): Promise<number | null> {
-    const startedAt = monotonicNow();
-    const lease = await this.etcd.grant(seconds);
-    // If the txn fails on the wire we cannot know whether our key moved; the new lease then just expires.
-    const moved = await this.etcd.rebind(state.keyPath, state.createRevision, contenderValue(lock), lease.id);
-    if (!moved) {
-      this.runInBackground(this.etcd.revoke(lease.id, { deadline: Date.now() + CLEANUP_DEADLINE_MS }));
-      return null;
-    }
-    const oldLeaseId = state.leaseId;
-    const wasOnSession = state.onSession === true;
-    this.onSessions.delete(state);
-    state.leaseId = lease.id;
-    state.leaseTtlSeconds = lease.ttlSeconds;
-    state.requestedTtlSeconds = seconds;
-    state.onSession = false;
-    // A session lease still carries other locks: give it back. Our own old lease carries no key any more; if
-    // this revoke fails it simply expires.
-    if (wasOnSession) this.sessions.leave(oldLeaseId);
-    else this.runInBackground(this.etcd.revoke(oldLeaseId, { deadline: Date.now() + CLEANUP_DEADLINE_MS }));
-    return validUntil(startedAt, ttl, lease.ttlSeconds);
-  }
-
-  /**
-   * Moves held locks still on a lease of their own onto the session lease of their ttl (EtcdSessions): one txn
-   * per 128 keys, each key only if it still has its create revision, then their own leases are revoked. A lock
-   * that cannot move now stays on its lease and is renewed as before; the next renewal tries again.
-   */
-  private async moveOntoSessions(batch: readonly { lock: HeldLock; state: EtcdLockState; ttl: number }[]): Promise<void> {
-    const groups = new Map<number, { lock: HeldLock; state: EtcdLockState; ttl: number }[]>();
-    for (const item of batch) {
-      if (item.state.onSession) continue;
-      const seconds = leaseSecondsFor(item.ttl);
-      let group = groups.get(seconds);
-      if (!group) groups.set(seconds, (group = []));
-      group.push(item);
-    }
-    await Promise.all(
-      [...groups].map(async ([seconds, group]) => {
-        let session: { id: string; ttlSeconds: number };
-        try {
-          session = await this.sessions.join(seconds, group.length);
-        } catch {
-          return;
-        }
-        const items = group.map(({ lock, state }) => ({ key: state.keyPath, createRevision: state.createRevision, value: contenderValue(lock) }));
-        let moved: boolean[];
-        try {
-          moved = await this.etcd.rebindMany(items, session.id);
-        } catch (error) {
-          if (isLeaseNotFound(error)) this.sessions.expired(session.id);
-          for (let i = 0; i < group.length; i++) this.sessions.leave(session.id);
-          return;
-        }
-        await Promise.all(
-          group.map(async ({ lock, state, ttl }, index) => {
-            // A chunk fails whole when one of its keys is no longer ours: move its keys one by one.
-            const ok =
-              moved[index] || (await this.etcd.rebind(state.keyPath, state.createRevision, contenderValue(lock), session.id).catch(() => false));
-            if (!ok) {
-              this.sessions.leave(session.id);
-              return;
-            }
-            const ownLease = state.leaseId;
-            state.leaseId = session.id;
-            state.leaseTtlSeconds = session.ttlSeconds;
-            state.onSession = true;
-            // Renewed by the keepalive that follows; until then it counts from now.
-            state.renewedAt = monotonicNow();
-            state.renewedFor = ttl;
-            this.onSessions.add(state);
-            this.runInBackground(this.etcd.revoke(ownLease, { deadline: Date.now() + CLEANUP_DEADLINE_MS }));
-          }),
-        );
-      }),
-    );
-  }
-
-  /** Deletes a session key by its create revision and gives the lease back; on failure keeps it for a retry. */
-  private async deleteSessionKey(state: EtcdLockState): Promise<boolean> {
-    try {
-      const deleted = await this.etcd.deleteIfOurs(state.keyPath, state.createRevision);
-      this.undeleted.delete(state);
-      this.sessions.leave(state.leaseId);
-      return deleted;
-    } catch (error) {
-      this.undeleted.add(state);
-      throw error;
-    }
-  }
-
-  /** See onSessions: drops keys their holders stopped renewing, and retries deletes that failed. */
-  private dropUnrenewedSessionKeys(): void {
-    const now = monotonicNow();
-    for (const state of this.onSessions) {
-      if (now - (state.renewedAt ?? now) <= (state.renewedFor ?? Infinity)) continue;
-      this.onSessions.delete(state);
-      this.runInBackground(this.deleteSessionKey(state));
-    }
-    for (const state of this.undeleted) {
-      this.undeleted.delete(state);
-      this.runInBackground(this.deleteSessionKey(state));
-    }
-  }
-
   private newAcquisition(request: AcquireRequest, operation: 'acquire' | 'tryAcquire', signal?: AbortSignal): EtcdAcquisition {
-    return new EtcdAcquisition(this.etcd, request, operation, (work) => this.runInBackground(work), signal);
+    return new EtcdAcquisition(this.etcd, this.sessions, request, operation, (work) => this.runInBackground(work), signal);
   }
 
   /** Tracks an acquisition until it settles, so close() can cancel it and wait for its clean-up. */

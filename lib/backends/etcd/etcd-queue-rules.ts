@@ -1,8 +1,4 @@
 import type { ITxnRequest, ITxnResponse } from 'etcd3';
-import type { AcquireRequest } from '../lock-backend.interface';
-import { readerQueue } from './etcd-reader-queue';
-import { semaphoreQueue } from './etcd-semaphore-queue';
-import { writerQueue } from './etcd-writer-queue';
 
 /** What a waiter sleeps on until it reads the queue again. */
 export type WaitTarget =
@@ -24,19 +20,15 @@ export interface QueueRules {
   readonly prefix: string;
   /** Our contender key on the lease `leaseId`. */
   keyFor(leaseId: string): string;
-  /** Puts our key and, in the same revision, reads whether we hold at once. */
+  /** Puts our key and, in the same revision, reads what blocks it (every other key there is older than ours). */
   enqueueTxn(key: string, token: string, leaseId: string): ITxnRequest;
-  /** From the enqueue txn's response (our key's create revision is the txn's revision). */
-  holdsAtOnce(response: ITxnResponse, key: string): boolean;
+  /**
+   * From the enqueue txn's response: what we wait for, or undefined when we hold at once. Our key's create
+   * revision is the txn's revision, so a waiter can watch from the next one without reading again.
+   */
+  blockerAtOnce(response: ITxnResponse, key: string, createRevision: bigint): WaitTarget | undefined;
   /** Compares our key's create revision and, in the same revision, reads who is ahead of us. */
   inspectTxn(key: string, createRevision: bigint): ITxnRequest;
   /** From a succeeded inspect txn: what we wait for, or undefined when we hold now. */
   blocker(response: ITxnResponse, key: string, createRevision: bigint): WaitTarget | undefined;
-}
-
-/** The queue a request joins: a semaphore's, or the lock's as reader or as writer (exclusive is write). */
-export function queueRulesFor(request: AcquireRequest): QueueRules {
-  if (request.permits !== undefined) return semaphoreQueue(request.namespace, request.key, request.permits);
-  if (request.mode === 'read') return readerQueue(request.namespace, request.key);
-  return writerQueue(request.namespace, request.key);
 }

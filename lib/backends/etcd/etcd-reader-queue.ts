@@ -1,7 +1,7 @@
 import type { ITxnResponse } from 'etcd3';
 import { lockPrefix, prefixRangeEnd, READER_MARK, readerKey } from './etcd-key-layout';
 import type { QueueRules } from './etcd-queue-rules';
-import { bytes, enqueueTxn, inspectTxn, KeyRange, lastCreatedBefore } from './etcd-requests';
+import { bytes, enqueueTxn, inspectTxn, KeyRange, lastCreated, lastCreatedBefore } from './etcd-requests';
 import { nearestKey } from './etcd-writer-queue';
 
 /**
@@ -19,11 +19,9 @@ export function readerQueue(namespace: string, key: string): QueueRules {
   return {
     prefix,
     keyFor: (leaseId) => readerKey(prefix, leaseId),
-    // Every key there at our put was created before us: any writer among them blocks us.
-    enqueueTxn: (own, token, leaseId) =>
-      enqueueTxn(own, token, leaseId, writers.map((range) => ({ request_range: { ...range, limit: 1, keys_only: true } }))),
-    holdsAtOnce: (response: ITxnResponse) =>
-      response.responses.slice(1).every((op) => (op.response_range?.kvs.length ?? 0) === 0),
+    // Every key there at our put was created before us: the newest writer among them blocks us.
+    enqueueTxn: (own, token, leaseId) => enqueueTxn(own, token, leaseId, writers.map((range) => lastCreated(range, 1))),
+    blockerAtOnce: (response: ITxnResponse, own) => nearestKey(response, own),
     inspectTxn: (own, createRevision) =>
       inspectTxn(own, createRevision, writers.map((range) => lastCreatedBefore(range, createRevision))),
     blocker: (response, own) => nearestKey(response, own),

@@ -69,9 +69,9 @@ export function lastCreatedBefore(range: KeyRange, createRevision: bigint): IReq
   };
 }
 
-/** Go's `WithFirstCreate()`: the contender in `range` with the lowest create revision. */
-export function firstCreated(range: KeyRange): IRequestOp {
-  return { request_range: { ...range, sort_target: SORT_BY_CREATE, sort_order: SORT_ASCEND, limit: 1, keys_only: true } };
+/** The `limit` contenders in `range` created last, newest first (Go's `WithLastCreate()`). */
+export function lastCreated(range: KeyRange, limit: number): IRequestOp {
+  return { request_range: { ...range, sort_target: SORT_BY_CREATE, sort_order: SORT_DESCEND, limit, keys_only: true } };
 }
 
 /** Succeeds only while our key exists, created at our revision, on the given lease. */
@@ -88,18 +88,6 @@ export function rebindTxn(key: string, createRevision: string, token: string, ne
   return {
     compare: [createRevisionIs(key, createRevision)],
     success: [{ request_put: { key: bytes(key), value: bytes(token), lease: newLeaseId } }],
-    failure: [],
-  };
-}
-
-/**
- * Moves several held keys onto one lease (a session's), each only if it still has its create revision. All or
- * nothing: a key that is no longer ours fails the whole txn, and the caller moves the keys one by one.
- */
-export function rebindManyTxn(items: readonly { key: string; createRevision: string; value: string }[], newLeaseId: string): ITxnRequest {
-  return {
-    compare: items.map(({ key, createRevision }) => createRevisionIs(key, createRevision)),
-    success: items.map(({ key, value }) => ({ request_put: { key: bytes(key), value: bytes(value), lease: newLeaseId } })),
     failure: [],
   };
 }

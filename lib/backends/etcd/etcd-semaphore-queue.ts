@@ -1,6 +1,6 @@
 import type { ITxnResponse } from 'etcd3';
 import { contenderKey, semaphorePrefix } from './etcd-key-layout';
-import type { QueueRules } from './etcd-queue-rules';
+import type { QueueRules, WaitTarget } from './etcd-queue-rules';
 import { enqueueTxn, inspectTxn, prefixRange } from './etcd-requests';
 
 /**
@@ -23,7 +23,10 @@ export function semaphoreQueue(namespace: string, key: string, permits: number):
     keyFor: (leaseId) => contenderKey(prefix, leaseId),
     // All keys there at our put are earlier ones; the count includes ours.
     enqueueTxn: (own, token, leaseId) => enqueueTxn(own, token, leaseId, [{ request_range: { ...everyone, count_only: true } }]),
-    holdsAtOnce: (response: ITxnResponse) => Number(response.responses[1]?.response_range?.count ?? Infinity) <= permits,
+    blockerAtOnce: (response: ITxnResponse, _own, createRevision) => {
+      const earlier = Number(response.responses[1]?.response_range?.count ?? Infinity) - 1;
+      return earlierBlocker(prefix, createRevision, earlier, permits);
+    },
     // Not count_only: the server counts a range before it applies max_create_revision, so the keys are needed.
     inspectTxn: (own, createRevision) =>
       inspectTxn(own, createRevision, [
@@ -31,8 +34,13 @@ export function semaphoreQueue(namespace: string, key: string, permits: number):
       ]),
     blocker: (response, own, createRevision) => {
       const earlier = (response.responses[0]?.response_range?.kvs ?? []).filter((kv) => kv.key.toString('utf8') !== own).length;
-      if (earlier < permits) return undefined;
-      return { type: 'earlier-deletions', prefix, before: createRevision, count: earlier - permits + 1 };
+      return earlierBlocker(prefix, createRevision, earlier, permits);
     },
   };
+}
+
+/** With `earlier` keys before ours, we hold while fewer than `permits`; else we wait for enough of them to go. */
+function earlierBlocker(prefix: string, before: bigint, earlier: number, permits: number): WaitTarget | undefined {
+  if (earlier < permits) return undefined;
+  return { type: 'earlier-deletions', prefix, before, count: earlier - permits + 1 };
 }

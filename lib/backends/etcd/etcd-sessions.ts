@@ -1,69 +1,79 @@
-import { CLEANUP_DEADLINE_MS } from './etcd-acquisition';
-import type { GrantedLease } from './etcd-lease';
 import type { EtcdLockClient } from './etcd-lock-client';
+import { EtcdSession, SessionOwner } from './etcd-session';
 
-interface Session {
-  readonly ttlSeconds: number;
-  readonly lease: Promise<GrantedLease>;
-  /** Held locks on this lease (and joins under way). */
-  users: number;
-  leaseId?: string;
+/** A contender's place on a session: its key name there is reserved until it leaves. */
+export interface Seat {
+  readonly session: EtcdSession;
+  readonly leaseId: string;
+  readonly key: string;
 }
 
 /**
- * Shared leases for held locks, one per ttl in seconds, as Go's `concurrency.Session` shares one lease among a
- * session's locks. A lock acquires on a lease of its own (the queue needs that while it waits); at its first
- * renewal it moves onto the session lease of its ttl, so thousands of held locks need one keepalive per period
- * instead of one each. Locks released before their first renewal never move. Counted: the lease is revoked when
- * its last lock leaves; a session whose lease is gone is forgotten, so later locks get a new one.
+ * The backend's session leases, a few per ttl in seconds. A contender (waiter or holder) takes a seat on the
+ * first session of its ttl whose lease does not carry its key name yet, so locks on many names share one lease,
+ * and several contenders for one name in this process (each needs its own key, `<prefix><lease hex>`) take
+ * one session each. An uncontended acquire + release is then one put and one delete: no lease grant or revoke.
  */
-export class EtcdSessions {
-  private readonly byTtl = new Map<number, Session>();
-  private readonly byLease = new Map<string, Session>();
+export class EtcdSessions implements SessionOwner {
+  private readonly byTtl = new Map<number, EtcdSession[]>();
+  private readonly byLease = new Map<string, EtcdSession>();
 
   constructor(
-    private readonly etcd: EtcdLockClient,
-    private readonly runInBackground: (work: Promise<unknown>) => void,
+    readonly etcd: EtcdLockClient,
+    readonly background: (work: Promise<unknown>) => void,
   ) {}
 
-  /** The session lease for `ttlSeconds`, granted on first use. Counts `users`: give each back with leave(). */
-  async join(ttlSeconds: number, users = 1): Promise<GrantedLease> {
-    let session = this.byTtl.get(ttlSeconds);
-    if (!session) {
-      session = { ttlSeconds, lease: this.etcd.grant(ttlSeconds), users: 0 };
-      this.byTtl.set(ttlSeconds, session);
-    }
-    session.users += users;
-    try {
+  /** The live session whose lease is `leaseId`, if any. */
+  of(leaseId: string): EtcdSession | undefined {
+    return this.byLease.get(leaseId);
+  }
+
+  /** A seat for the key `keyFor(lease id)` on a session of `ttlSeconds`. Give it back with session.leave(key). */
+  async join(ttlSeconds: number, keyFor: (leaseId: string) => string): Promise<Seat> {
+    const tried = new Set<EtcdSession>();
+    for (;;) {
+      const session = this.pick(ttlSeconds, keyFor, tried);
+      tried.add(session);
       const lease = await session.lease;
-      session.leaseId = lease.id;
-      this.byLease.set(lease.id, session);
-      return lease;
-    } catch (error) {
-      session.users -= users;
-      this.forget(session);
-      throw error;
+      const key = keyFor(lease.id);
+      // Checked again after the wait: another contender for the same name may have taken it meanwhile.
+      if (session.lost || session.closedForJoins || session.names.has(key)) continue;
+      session.names.add(key);
+      return { session, leaseId: lease.id, key };
     }
   }
 
-  /** One user of the lease is gone (released, lost or moved); the last one revokes it. */
-  leave(leaseId: string): void {
-    const session = this.byLease.get(leaseId);
-    if (!session) return;
-    session.users -= 1;
-    if (session.users > 0) return;
-    this.forget(session);
-    this.runInBackground(this.etcd.revoke(leaseId, { deadline: Date.now() + CLEANUP_DEADLINE_MS }));
-  }
-
-  /** The lease expired or was revoked: its locks are lost, and new ones must not join it. */
-  expired(leaseId: string): void {
-    const session = this.byLease.get(leaseId);
-    if (session) this.forget(session);
-  }
-
-  private forget(session: Session): void {
-    if (this.byTtl.get(session.ttlSeconds) === session) this.byTtl.delete(session.ttlSeconds);
+  /** SessionOwner: forgets a session whose lease is gone, so later contenders get a new one. */
+  ended(session: EtcdSession): void {
+    const list = this.byTtl.get(session.ttlSeconds);
+    const index = list?.indexOf(session) ?? -1;
+    if (index >= 0) list!.splice(index, 1);
+    if (list?.length === 0) this.byTtl.delete(session.ttlSeconds);
     if (session.leaseId !== undefined && this.byLease.get(session.leaseId) === session) this.byLease.delete(session.leaseId);
+  }
+
+  /** Revokes every session's lease (their keys go with them). For close(), after the waiters have left. */
+  closeAll(): Promise<unknown> {
+    const sessions = [...this.byTtl.values()].flat();
+    return Promise.allSettled(sessions.map((session) => session.lease.then(() => session.retire())));
+  }
+
+  /** A session to try: one with the name free (or a grant still pending), else a new one. */
+  private pick(ttlSeconds: number, keyFor: (leaseId: string) => string, tried: ReadonlySet<EtcdSession>): EtcdSession {
+    const list = this.byTtl.get(ttlSeconds) ?? [];
+    for (const session of list) {
+      if (tried.has(session) || session.lost || session.closedForJoins) continue;
+      if (session.leaseId === undefined || !session.names.has(keyFor(session.leaseId))) return session;
+    }
+    const session = new EtcdSession(this, ttlSeconds);
+    list.push(session);
+    this.byTtl.set(ttlSeconds, list);
+    void session.lease.then(
+      (lease) => {
+        if (!session.lost) this.byLease.set(lease.id, session);
+      },
+      () => undefined,
+    );
+    return session;
   }
 }

@@ -1,7 +1,7 @@
 import type { ITxnResponse } from 'etcd3';
 import { contenderKey, lockPrefix } from './etcd-key-layout';
 import type { QueueRules, WaitTarget } from './etcd-queue-rules';
-import { enqueueTxn, firstCreated, inspectTxn, lastCreatedBefore, prefixRange } from './etcd-requests';
+import { enqueueTxn, inspectTxn, lastCreated, lastCreatedBefore, prefixRange } from './etcd-requests';
 
 /**
  * Exclusive and write locks, exactly Go's concurrency.Mutex: the key is `<prefix><lease hex>`, the lowest
@@ -14,27 +14,26 @@ export function writerQueue(namespace: string, key: string): QueueRules {
   return {
     prefix,
     keyFor: (leaseId) => contenderKey(prefix, leaseId),
-    enqueueTxn: (own, token, leaseId) => enqueueTxn(own, token, leaseId, [firstCreated(everyone)]),
-    holdsAtOnce: (response) => {
-      const first = response.responses[1]?.response_range?.kvs[0];
-      return first !== undefined && first.create_revision === response.header.revision;
-    },
+    // Ours is the newest key: we hold if it is alone, else the one created just before it is our predecessor.
+    enqueueTxn: (own, token, leaseId) => enqueueTxn(own, token, leaseId, [lastCreated(everyone, 2)]),
+    blockerAtOnce: (response, own) => nearestKey(response, own),
     inspectTxn: (own, createRevision) => inspectTxn(own, createRevision, [lastCreatedBefore(everyone, createRevision)]),
     blocker: (response, own) => nearestKey(response, own),
   };
 }
 
-/** The key created last among the inspect txn's ranges (one per range read), or undefined if all are empty. */
+/** The key created last among a txn's ranges, other than our own, or undefined if there is none. */
 export function nearestKey(response: ITxnResponse, own: string): WaitTarget | undefined {
   let nearest: { key: string; revision: bigint } | undefined;
   for (const op of response.responses) {
-    const kv = op.response_range?.kvs[0];
-    if (!kv) continue;
-    const key = kv.key.toString('utf8');
-    // max_create_revision = 0 would mean "no bound"; never mistake our own key for someone ahead of us.
-    if (key === own) continue;
-    const revision = BigInt(kv.create_revision);
-    if (!nearest || revision > nearest.revision) nearest = { key, revision };
+    // Every key each range returned: the enqueue txn's range holds our own key first (newest first).
+    for (const kv of op.response_range?.kvs ?? []) {
+      const key = kv.key.toString('utf8');
+      // max_create_revision = 0 would mean "no bound"; never mistake our own key for someone ahead of us.
+      if (key === own) continue;
+      const revision = BigInt(kv.create_revision);
+      if (!nearest || revision > nearest.revision) nearest = { key, revision };
+    }
   }
   return nearest && { type: 'key', key: nearest.key };
 }

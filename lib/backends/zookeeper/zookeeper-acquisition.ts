@@ -44,6 +44,11 @@ interface Contender {
   readonly sessionId: string;
   /** The node's creation zxid: the fencing token. */
   readonly czxid: bigint;
+  /**
+   * The lock path's children, listed in the same pipeline as our node's Stat (a session's requests run in
+   * order, so the listing sees our node): the first locate() uses it instead of another round trip.
+   */
+  firstListing?: { readonly children: Promise<string[] | null>; readonly sentAt: number };
 }
 
 type Position =
@@ -179,14 +184,24 @@ export class ZooKeeperAcquisition {
         path = `${this.parent}/${found}`;
       }
       this.ownPath = path;
-      const stat = await this.readOwnNode(path);
+      const reading = this.readOwnNode(path);
+      const sentAt = monotonicNow();
+      const children = session.getChildren(this.parent);
+      children.catch(() => undefined);
+      const stat = await reading;
       if (stat === null) {
         // Gone already: the session expired in between. Start over.
         this.ownPath = undefined;
         continue;
       }
       this.queued = true;
-      return { path, name: path.slice(this.parent.length + 1), sessionId: hex(stat.ephemeralOwner), czxid: zxidOf(stat.czxid) };
+      return {
+        path,
+        name: path.slice(this.parent.length + 1),
+        sessionId: hex(stat.ephemeralOwner),
+        czxid: zxidOf(stat.czxid),
+        firstListing: { children, sentAt },
+      };
     }
   }
 
@@ -264,8 +279,10 @@ export class ZooKeeperAcquisition {
    * run of readers is admitted together and a writer's release wakes only the readers right behind it.
    */
   private async locate(contender: Contender): Promise<Position> {
-    const confirmedAt = monotonicNow();
-    const children = await this.server(this.ctx.session.getChildren(this.parent));
+    const listing = contender.firstListing;
+    contender.firstListing = undefined;
+    const confirmedAt = listing?.sentAt ?? monotonicNow();
+    const children = await this.server(listing?.children ?? this.ctx.session.getChildren(this.parent));
     if (children === null) return { kind: 'gone' };
     const sorted = sortContenders(children, this.recipe ? [this.recipe.marker] : ALL_MARKERS);
     const index = sorted.indexOf(contender.name);

@@ -1,8 +1,11 @@
 import type { IKeyValue, IRangeRequest, ITxnRequest, Watcher } from 'etcd3';
-import { CLEANUP_DEADLINE_MS, EtcdAcquisition } from '../../backends/etcd/etcd-acquisition';
+import type { HeldLock } from '../../backends/lock-backend.interface';
+import { EtcdAcquisition } from '../../backends/etcd/etcd-acquisition';
+import type { EtcdHeldLocks } from '../../backends/etcd/etcd-held-locks';
+import type { EtcdSessions } from '../../backends/etcd/etcd-sessions';
 import { lockPrefix } from '../../backends/etcd/etcd-key-layout';
 import { EtcdLockClient, toEtcdBackendError } from '../../backends/etcd/etcd-lock-client';
-import { asEtcdLockState, validUntil } from '../../backends/etcd/etcd-lock-state';
+import { asEtcdLockState } from '../../backends/etcd/etcd-lock-state';
 import { bytes, createRevisionIs, prefixRange, SORT_ASCEND, SORT_BY_CREATE } from '../../backends/etcd/etcd-requests';
 import { delay } from '../../backends/shared/abort';
 import { monotonicNow } from '../../utils/clock';
@@ -13,13 +16,12 @@ const MAX_OBSERVE_FAILURES = 10;
 
 /**
  * Elections in the layout of Go's `concurrency.Election` (and so `etcdctl elect <name> <proposal>`): each
- * contender is `<prefix><lease id hex>` holding its proposal, on a lease of its own; the key with the lowest
- * create revision leads and that revision is the term. A contender waits for the deletion of the key just before
- * it, exactly as a lock waiter does, so the queue is EtcdAcquisition's (own lease kept alive while waiting, own
- * key re-read after every wake-up). The election `web` with keyPrefix `elections` is the prefix `elections/web/`.
- *
- * Each contender owns its lease (Go shares a session's lease among a session's elections): resigning revokes it,
- * and a leader whose renewals stop loses its key when the lease expires, without affecting any lock.
+ * contender is `<prefix><lease id hex>` holding its proposal; the key with the lowest create revision leads and
+ * that revision is the term. A contender waits for the deletion of the key just before it, exactly as a lock
+ * waiter does, so the queue is EtcdAcquisition's. As in Go, the key lives on a session lease shared with this
+ * backend's locks (EtcdSessions keeps it alive): renewing checks that our key is still there, and resigning
+ * deletes our key by its create revision, never the lease, so it can never remove a successor's key or a lock.
+ * The election `web` with keyPrefix `elections` is the prefix `elections/web/`.
  */
 export class EtcdElection implements ElectionBackend {
   readonly kind = 'etcd';
@@ -27,46 +29,37 @@ export class EtcdElection implements ElectionBackend {
   private readonly campaigns = new Set<EtcdAcquisition>();
   private readonly stops = new Set<() => void>();
 
+  /** What the lock backend's held-lock renewal and release need, per leadership (keyed by its grant state). */
+  private readonly held = new WeakMap<object, HeldLock>();
+
   constructor(
     private readonly etcd: EtcdLockClient,
-    /** The lock backend's clean-up tracking, so its close() waits for revokes we started. */
+    private readonly sessions: EtcdSessions,
+    private readonly heldLocks: EtcdHeldLocks,
+    /** The lock backend's clean-up tracking, so its close() waits for work we started. */
     private readonly track: (work: Promise<unknown>) => void,
   ) {
     this.address = etcd.address;
   }
 
   async campaign(request: CampaignRequest, signal: AbortSignal): Promise<ElectionGrant> {
-    const attempt = new EtcdAcquisition(
-      this.etcd,
-      { namespace: request.namespace, key: request.name, token: request.token, ttl: request.ttl, mode: 'exclusive' },
-      'acquire',
-      this.track,
-      signal,
-      request.value,
-    );
+    const lock = { namespace: request.namespace, key: request.name, token: request.token, ttl: request.ttl, mode: 'exclusive' } as const;
+    const attempt = new EtcdAcquisition(this.etcd, this.sessions, lock, 'acquire', this.track, signal, request.value);
     this.campaigns.add(attempt);
     try {
       const grant = await attempt.acquire();
+      this.held.set(grant.state as object, { ...lock, fencingToken: grant.fencingToken, state: grant.state });
       return { term: grant.fencingToken, validUntil: grant.validUntil, state: grant.state };
     } finally {
       this.campaigns.delete(attempt);
     }
   }
 
-  /** One keepalive of our lease and, in parallel, a check that our key is still the one we created. */
+  /** The lock renewal: one keepalive of the session lease and a check that our key is still the one we created. */
   async renew(grant: ElectionGrant, ttl: number): Promise<number | null> {
-    const state = asEtcdLockState(grant.state);
-    const startedAt = monotonicNow();
-    try {
-      const [leaseTtl, ours] = await Promise.all([
-        this.etcd.keepAlive(state.leaseId, state.leaseTtlSeconds * 1000),
-        this.etcd.stillOurs(state.keyPath, state.createRevision, state.leaseId),
-      ]);
-      if (leaseTtl <= 0 || !ours) return null;
-      return validUntil(startedAt, ttl, leaseTtl);
-    } catch (error) {
-      throw toEtcdBackendError(this.address, 'election renew', error);
-    }
+    const [result] = await this.heldLocks.extendMany([{ lock: this.heldLock(grant), ttl }]);
+    if (result instanceof Error) throw toEtcdBackendError(this.address, 'election renew', result);
+    return result;
   }
 
   /** Go's Proclaim: a put on our own key, guarded by its create revision, keeping its lease. */
@@ -79,14 +72,19 @@ export class EtcdElection implements ElectionBackend {
     }
   }
 
-  /** Revokes our lease: that deletes our key and nothing else, so it can never remove a successor's key. */
+  /** Deletes our key by its create revision (Go's Resign), leaving the shared session lease to the others on it. */
   async resign(grant: ElectionGrant): Promise<boolean> {
-    const state = asEtcdLockState(grant.state);
     try {
-      return await this.etcd.revoke(state.leaseId, { deadline: Date.now() + CLEANUP_DEADLINE_MS });
+      return await this.heldLocks.release(this.heldLock(grant));
     } catch (error) {
       throw toEtcdBackendError(this.address, 'election resign', error);
     }
+  }
+
+  private heldLock(grant: ElectionGrant): HeldLock {
+    const lock = this.held.get(grant.state as object);
+    if (!lock) throw new TypeError('etcd election: this leadership was not granted by this backend.');
+    return lock;
   }
 
   async leader(namespace: string, name: string): Promise<LeaderInfo | null> {

@@ -1,0 +1,47 @@
+import { LockService } from '../../lib';
+import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper-lock.backend';
+import { namespacePath } from '../../lib/backends/zookeeper/zookeeper-node-layout';
+import { startZooKeeper, TestZooKeeperServer } from '../support/zookeeper-server';
+import { AdminClient, eventually } from './zookeeper-spec-helpers';
+
+const NAMES = 1_000;
+
+/**
+ * A service that locks per order or per file takes each name once. Each name's lock path is a persistent
+ * node (node-zookeeper-client cannot create Curator's container nodes), so the backend must delete the
+ * emptied paths itself, as Curator's ChildReaper does, or the tree grows by one node per name forever.
+ */
+describe('ZooKeeper: footprint of many names taken once', () => {
+  let server: TestZooKeeperServer;
+  let admin: AdminClient;
+
+  beforeAll(async () => {
+    server = await startZooKeeper();
+    admin = await AdminClient.connect(server.connectionString);
+  });
+
+  afterAll(async () => {
+    admin?.close();
+    await server?.stop();
+  });
+
+  it(`leaves no node under the namespace after ${NAMES} names were taken and released, with the service still open`, async () => {
+    const locks = new LockService(new ZooKeeperLockBackend({ connectionString: server.connectionString, sessionTimeout: 10_000 }), {
+      keyPrefix: 'footprint',
+    });
+    try {
+      let next = 0;
+      const lane = async () => {
+        while (next < NAMES) {
+          const handle = await locks.acquire(`order:${next++}`);
+          await handle.release();
+        }
+      };
+      await Promise.all(Array.from({ length: 20 }, lane));
+      // Emptied paths are swept in one batch, at the latest after the sweep delay (10 s).
+      await eventually(async () => (await admin.children(namespacePath('footprint'))).length === 0, 'every lock path is swept', 20_000);
+    } finally {
+      await locks.close();
+    }
+  }, 120_000);
+});
