@@ -113,7 +113,7 @@ export class ScheduledJob {
         await handle[LEAVE_TO_EXPIRE](keepFor);
         return;
       }
-      // ZooKeeper: a node lives as long as the session, so keep renewing it and release later. Unref'd: this
+      // ZooKeeper and etcd: a node or key lives as long as its session, so keep renewing it and release later. Unref'd: this
       // must not keep the process alive, and LockService.close() releases it at shutdown.
       setTimeout(() => void handle.release().catch(() => undefined), keepFor).unref();
     } catch (error) {

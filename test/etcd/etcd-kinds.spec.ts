@@ -58,7 +58,7 @@ describe('EtcdLockBackend read/write locks and semaphores', () => {
   }
 
   it('declares read/write locks and semaphores', () => {
-    expect(backend.supports).toEqual({ readWrite: true, semaphore: true, expiry: true });
+    expect(backend.supports).toEqual({ readWrite: true, semaphore: true, expiry: false });
   });
 
   describe('read/write locks', () => {

@@ -72,12 +72,14 @@ describe.each([
     const tokens = [...runs].sort((x, y) => fireTime(x.key) - fireTime(y.key)).map((run) => BigInt(run.fencingToken));
     for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
 
-    // A graceful shutdown left the last firing's lock on the server (lockAtLeastFor), rather than releasing it early.
+    // Where a lock nobody renews expires on the server alone (Redis), a graceful shutdown left the last firing's
+    // lock there (lockAtLeastFor) rather than releasing it early. etcd keys live on a session lease that the
+    // shutdown revokes, as ZooKeeper nodes live on their session: there the shutdown releases it.
     const { backend, close } = connectBackend(kind, address());
     const locks = new LockService(backend, { keyPrefix });
     try {
       const last = runs.reduce((latest, run) => (fireTime(run.key) > fireTime(latest.key) ? run : latest));
-      expect(await locks.isLocked(last.key)).toBe(true);
+      expect(await locks.isLocked(last.key)).toBe(backend.supports?.expiry === true);
     } finally {
       await locks.close();
       await close();
