@@ -2,7 +2,7 @@
  * `npm run bench`: ours against the peer libraries and the raw round-trip limits, in one run against a
  * fresh redis-server and etcd that the bench starts on free loopback ports and stops at the end.
  *
- *   node --require ./test/support/ts-register.js bench/run.ts [--quick] [--only=uncontended,hot-key,many-keys,renewing,http] [--stores=redis,etcd]
+ *   node --require ./test/support/ts-register.js bench/run.ts [--quick] [--only=uncontended,hot-key,many-keys,renewing,http,xproc] [--stores=redis,etcd]
  *
  * A full run prints every table and writes bench/RESULTS.md. --quick (shorter runs), --only and --stores print
  * without writing, unless --out=<file> is given.
@@ -14,6 +14,11 @@ import { describeLoad, describeMachine, MachineInfo } from './lib/machine';
 import { failedSection, renderSection, renderTable, Section } from './lib/report';
 import { BenchServers } from './lib/servers';
 import { ADAPTERS as ALL_ADAPTERS } from './peers/registry';
+import { etcd3Lock } from './peers/etcd3-lock';
+import { oursEtcd, oursRedis, oursRedisFifo, oursRedlockOneMaster } from './peers/ours';
+import { redisSemaphore } from './peers/redis-semaphore';
+import { redlockV4 } from './peers/redlock-v4';
+import { crossProcess, CrossProcessSettings } from './scenarios/cross-process';
 import { goals, Results } from './scenarios/goals';
 import { hotKey, HotKeySettings } from './scenarios/hot-key';
 import { http, HttpSettings } from './scenarios/http';
@@ -21,7 +26,7 @@ import { manyKeys, ManyKeysSettings } from './scenarios/many-keys';
 import { renewing, RenewingSettings } from './scenarios/renewing';
 import { uncontended, UncontendedSettings } from './scenarios/uncontended';
 
-const SCENARIOS = ['uncontended', 'hot-key', 'many-keys', 'renewing', 'http'] as const;
+const SCENARIOS = ['uncontended', 'hot-key', 'many-keys', 'renewing', 'http', 'xproc'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 interface Settings {
@@ -30,7 +35,11 @@ interface Settings {
   manyKeys: ManyKeysSettings;
   renewing: RenewingSettings;
   http: HttpSettings;
+  crossProcess: CrossProcessSettings;
 }
+
+/** Scenario 6's rows, side by side: our Redis configurations and the Redis peers, then etcd. */
+const CROSS_PROCESS_SPECS = [oursRedis, oursRedisFifo, redisSemaphore, redlockV4, oursRedlockOneMaster, oursEtcd, etcd3Lock];
 
 const FULL: Settings = {
   uncontended: { durationMs: 3_000, rounds: 12, warmupMs: 300 },
@@ -38,6 +47,7 @@ const FULL: Settings = {
   manyKeys: { durationMs: 2_400, rounds: 3, keys: 1_000, workers: 64 },
   renewing: { locks: 10_000, windowMs: 5_000, ttlMs: 3_000, concurrency: 200 },
   http: { durationSeconds: 2, warmupSeconds: 2, connections: 16, rounds: { memory: 14, redis: 10 } },
+  crossProcess: { durationMs: 5_000, processes: 4, contendersPerProcess: 4, holdMs: 1, budgetMs: 90_000 },
 };
 
 const QUICK: Settings = {
@@ -46,6 +56,7 @@ const QUICK: Settings = {
   manyKeys: { ...FULL.manyKeys, durationMs: 800 },
   renewing: { ...FULL.renewing, locks: 2_000, windowMs: 2_000 },
   http: { ...FULL.http, durationSeconds: 1, rounds: { memory: 4, redis: 4 } },
+  crossProcess: { ...FULL.crossProcess, durationMs: 2_000, budgetMs: 60_000 },
 };
 
 const ROOT = join(__dirname, '..');
@@ -110,6 +121,12 @@ async function main(): Promise<void> {
     await step('many-keys', '3. Many keys', () => manyKeys(servers, adapters.filter((spec) => spec.waits), settings.manyKeys), (rows) => (results.manyKeys = rows));
     await step('renewing', '4. Held locks renewing', () => renewing(servers, adapters.filter((spec) => spec.renews), settings.renewing), (rows) => (results.renewing = rows));
     await step('http', '5. HTTP', () => http(servers, settings.http), (rows) => (results.http = rows));
+    await step(
+      'xproc',
+      '6. Cross-process contention',
+      () => crossProcess(servers, CROSS_PROCESS_SPECS, settings.crossProcess),
+      (rows) => (results.crossProcess = rows),
+    );
   } finally {
     await servers.stop();
   }
@@ -151,8 +168,8 @@ function report(machine: MachineInfo, loadAtEnd: readonly number[], options: Opt
     '- Servers, started by the bench itself on free loopback ports and stopped at the end (test/support/redis-server.ts, etcd-server.ts):',
     '  - `redis-server --port <free> --bind 127.0.0.1 --save "" --appendonly no --dir <tmp>`',
     '  - `etcd --data-dir <tmp> --listen-client-urls http://127.0.0.1:<free> --heartbeat-interval 50 --election-timeout 500` (single member, WAL on the local disk)',
-    '- Every library gets its own ioredis / etcd3 client with default options; forked processes (scenario 2 with several processes, scenario 4, the HTTP app) each open their own.',
-    '- Scenarios 2 to 4 fork workers with the same TypeScript register hook; scenario 4 adds `--expose-gc`. Scenario 5 runs autocannon in the bench process against `bench/http-app.ts`.',
+    '- Every library gets its own ioredis / etcd3 client with default options; forked processes (scenario 2 with several processes, scenarios 4 and 6, the HTTP app) each open their own.',
+    '- Scenarios 2 to 4 and 6 fork workers with the same TypeScript register hook; scenario 4 adds `--expose-gc`. Scenario 5 runs autocannon in the bench process against `bench/http-app.ts`.',
     '',
     '## Reading these results',
     '',

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Etcd3 } from 'etcd3';
 import Redis from 'ioredis';
-import { EtcdLockBackend, LockHandle, LockService, RedisLockBackend } from '../../lib';
+import { EtcdLockBackend, LockHandle, LockService, RedisLockBackend, RedlockBackend } from '../../lib';
 import type { AdapterOptions, AdapterSpec, BenchEnv, LockAdapter } from './adapter';
 
 /** Long enough that no contender gives up inside a timed run; the bench bounds runs by time instead. */
@@ -32,7 +32,7 @@ class OursAdapter implements LockAdapter<LockHandle> {
   }
 }
 
-function service(backend: RedisLockBackend | EtcdLockBackend, options: AdapterOptions): LockService {
+function service(backend: RedisLockBackend | RedlockBackend | EtcdLockBackend, options: AdapterOptions): LockService {
   return new LockService(backend, { keyPrefix: 'bench', defaults: { ttl: options.ttl, waitTimeout: WAIT_TIMEOUT_MS } });
 }
 
@@ -46,6 +46,37 @@ export const oursRedis: AdapterSpec = {
   async create(env: BenchEnv, options: AdapterOptions) {
     const client = new Redis(env.redisUrl);
     return new OursAdapter(this.name, service(new RedisLockBackend({ client }), options), () => client.quit());
+  },
+};
+
+/** The same backend with `fairness: 'fifo'`: a server-side queue, the release wakes only its head. */
+export const oursRedisFifo: AdapterSpec = {
+  name: "ours (LockService, Redis, fairness 'fifo')",
+  store: 'redis',
+  role: 'ours',
+  waiting: "fairness 'fifo': waiters queue on the server in arrival order; a release wakes only the head",
+  waits: true,
+  renews: true,
+  async create(env: BenchEnv, options: AdapterOptions) {
+    const client = new Redis(env.redisUrl);
+    return new OursAdapter(this.name, service(new RedisLockBackend({ client, fairness: 'fifo' }), options), () => client.quit());
+  },
+};
+
+/**
+ * Our Redlock backend over a single master: the algorithm's own cost (majority rounds, split-vote jitter)
+ * without the extra servers, so it runs against the same redis-server as the other Redis rows.
+ */
+export const oursRedlockOneMaster: AdapterSpec = {
+  name: 'ours (LockService, Redlock on 1 master)',
+  store: 'redis',
+  role: 'ours',
+  waiting: 'RedlockBackend defaults: woken by the release PUBLISH, bounded re-check, retry jitter after a split vote',
+  waits: true,
+  renews: true,
+  async create(env: BenchEnv, options: AdapterOptions) {
+    const client = new Redis(env.redisUrl);
+    return new OursAdapter(this.name, service(new RedlockBackend({ clients: [client] }), options), () => client.quit());
   },
 };
 

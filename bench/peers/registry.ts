@@ -1,6 +1,6 @@
 import type { AdapterSpec } from './adapter';
 import { etcd3Lock } from './etcd3-lock';
-import { oursEtcd, oursRedis, oursRedisBackendOnly } from './ours';
+import { oursEtcd, oursRedis, oursRedisBackendOnly, oursRedisFifo, oursRedlockOneMaster } from './ours';
 import { rawEtcd, rawEtcdSession } from './raw-etcd';
 import { rawRedis } from './raw-redis';
 import { redisSemaphore } from './redis-semaphore';
@@ -23,8 +23,11 @@ export const ADAPTERS: readonly AdapterSpec[] = [
   rawEtcdSession,
 ];
 
+/** Other configurations of ours, run only where a scenario asks for them (forked workers find them by name too). */
+export const VARIANTS: readonly AdapterSpec[] = [oursRedisFifo, oursRedlockOneMaster];
+
 export function adapterNamed(name: string): AdapterSpec {
-  const spec = ADAPTERS.find((candidate) => candidate.name === name);
+  const spec = [...ADAPTERS, ...VARIANTS].find((candidate) => candidate.name === name);
   if (!spec) throw new Error(`no bench adapter named "${name}"`);
   return spec;
 }

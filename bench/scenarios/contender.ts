@@ -9,10 +9,12 @@ export interface StopRule {
   remainingGrants: number;
   /** Pause after each release before asking again (the work outside the lock). */
   readonly thinkMs: number;
+  /** How long each grant is held before release (0 or absent: released at once). */
+  readonly holdMs?: number;
 }
 
 /**
- * One contender: acquire, record, release at once, think, repeat. Holding for zero time makes the figures the
+ * One contender: acquire, record, hold (if asked), release, think, repeat. Holding for zero time makes the figures the
  * lock's own cost; the short think time keeps a releaser from taking the lock straight back before any
  * waiter could, which would measure one contender looping rather than a handoff. The acquire in flight
  * when the run stops still completes (and is recorded), so nobody is left waiting on the server.
@@ -23,6 +25,7 @@ export async function contend(adapter: LockAdapter, key: string, stop: StopRule,
     const handle = await adapter.acquire(key);
     const grant = wallNow();
     stop.remainingGrants--;
+    if (stop.holdMs) await sleep(stop.holdMs);
     const release = wallNow();
     records.push({ arrive, grant, release });
     await adapter.release(handle);

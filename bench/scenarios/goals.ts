@@ -1,6 +1,9 @@
 import { bestOf, Better, isAhead } from '../lib/compare';
 import { num, Section, Table, times } from '../lib/report';
 import type { Role, Store } from '../peers/adapter';
+import { oursRedis, oursRedlockOneMaster } from '../peers/ours';
+import { redisSemaphore } from '../peers/redis-semaphore';
+import type { CrossProcessRow } from './cross-process';
 import type { HotKeyRow } from './hot-key';
 import type { HttpRow } from './http';
 import type { ManyKeysRow } from './many-keys';
@@ -14,6 +17,7 @@ export interface Results {
   manyKeys?: ManyKeysRow[];
   renewing?: RenewingRow[];
   http?: HttpRow[];
+  crossProcess?: CrossProcessRow[];
 }
 
 interface Goal {
@@ -51,7 +55,55 @@ export function goals(results: Results): Section {
   return {
     heading: 'Goals',
     text: behind.length ? ['Figures where ours is behind the best peer:', '', ...behind.map((line) => `- ${line}`)] : [],
-    tables: [table],
+    tables: [table, crossProcessGoals(results)],
+  };
+}
+
+/** Issue 17 point 6, from scenario 6. Printed as met / not met; the library is not tuned here to meet them. */
+function crossProcessGoals({ crossProcess }: Results): Table {
+  const row = (name: string) => crossProcess?.find((candidate) => candidate.name === name);
+  const mine = row(oursRedis.name);
+  const redlock = row(oursRedlockOneMaster.name);
+  const semaphore = row(redisSemaphore.name);
+  const list: Goal[] = [
+    {
+      goal: 'ours, Redis default: grants/s >= 1.3x redis-semaphore',
+      ...ratioGoal(mine, semaphore, 1.3),
+    },
+    {
+      goal: 'ours, Redis default: wait p99 <= 40 ms',
+      measured: mine ? `${num(mine.wait.p99, 1)} ms` : 'n/a',
+      met: mine ? mine.wait.p99 <= 40 : undefined,
+    },
+    {
+      goal: 'ours, Redis default: least-served process >= 85 % of a fair share',
+      measured: mine ? `${num(mine.leastServed * 100, 0)} % (grants per process ${mine.perProcess.join(' / ')})` : 'n/a',
+      met: mine ? mine.leastServed >= 0.85 : undefined,
+    },
+    {
+      goal: 'ours, Redlock on 1 master: grants/s >= 1.0x redis-semaphore',
+      ...ratioGoal(redlock, semaphore, 1),
+    },
+    {
+      goal: 'ours, Redlock on 1 master: wait p99 <= 100 ms',
+      measured: redlock ? `${num(redlock.wait.p99, 1)} ms` : 'n/a',
+      met: redlock ? redlock.wait.p99 <= 100 : undefined,
+    },
+  ];
+  return {
+    title: 'Goals of issue 17 point 6 (scenario 6, cross-process contention)',
+    notes: [],
+    headers: ['goal', 'measured', 'met'],
+    textColumns: 3,
+    rows: list.map((goal) => [goal.goal, goal.measured, goal.met === undefined ? 'not measured' : goal.met ? 'met' : 'not met']),
+  };
+}
+
+function ratioGoal(mine: CrossProcessRow | undefined, peer: CrossProcessRow | undefined, atLeast: number): Omit<Goal, 'goal'> {
+  if (!mine || !peer) return { measured: 'n/a', met: undefined };
+  return {
+    measured: `${times(mine.grantsPerSecond, peer.grantsPerSecond)} (${num(mine.grantsPerSecond, 0)} vs ${num(peer.grantsPerSecond, 0)} grants/s)`,
+    met: mine.grantsPerSecond / peer.grantsPerSecond >= atLeast,
   };
 }
 

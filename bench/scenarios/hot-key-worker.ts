@@ -1,5 +1,5 @@
 /**
- * A contender process for the hot-key scenario (forked by hot-key.ts): its own client, `contenders` loops on
+ * A contender process for the hot-key and cross-process scenarios (forked by hot-key.ts, cross-process.ts): its own client, `contenders` loops on
  * the shared key, records sent back to the parent.
  */
 import { sleep, wallNow } from '../lib/clock';
@@ -19,7 +19,7 @@ export interface HotKeyWorkerPayload {
 
 export type HotKeyWorkerMessage =
   | { readonly type: 'ready' }
-  | { readonly type: 'go'; readonly start: number; readonly until: number; readonly maxGrants: number; readonly thinkMs: number }
+  | { readonly type: 'go'; readonly start: number; readonly until: number; readonly maxGrants: number; readonly thinkMs: number; readonly holdMs?: number }
   | { readonly type: 'done'; readonly records: GrantRecord[] };
 
 runWorker(async () => {
@@ -31,7 +31,12 @@ runWorker(async () => {
     await toParent({ type: 'ready' });
     const go = await fromParent<Extract<HotKeyWorkerMessage, { type: 'go' }>>('go');
     await sleep(go.start - wallNow());
-    const records = await contendAll(adapter, payload.key, payload.contenders, { until: go.until, remainingGrants: go.maxGrants, thinkMs: go.thinkMs });
+    const records = await contendAll(adapter, payload.key, payload.contenders, {
+      until: go.until,
+      remainingGrants: go.maxGrants,
+      thinkMs: go.thinkMs,
+      holdMs: go.holdMs,
+    });
     await toParent({ type: 'done', records });
   } finally {
     await adapter.close();
