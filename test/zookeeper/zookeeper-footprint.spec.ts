@@ -5,6 +5,7 @@ import { startZooKeeper, TestZooKeeperServer } from '../support/zookeeper-server
 import { AdminClient, eventually } from './zookeeper-spec-helpers';
 
 const NAMES = 1_000;
+const SEMAPHORE_NAMES = 200;
 
 /**
  * A service that locks per order or per file takes each name once. Each name's lock path is a persistent
@@ -40,6 +41,25 @@ describe('ZooKeeper: footprint of many names taken once', () => {
       await Promise.all(Array.from({ length: 20 }, lane));
       // Emptied paths are swept in one batch, at the latest after the sweep delay (10 s).
       await eventually(async () => (await admin.children(namespacePath('footprint'))).length === 0, 'every lock path is swept', 20_000);
+    } finally {
+      await locks.close();
+    }
+  }, 120_000);
+
+  it(`leaves no node under the namespace after ${SEMAPHORE_NAMES} semaphores were taken and released: their \`locks\` and \`leases\` parents are swept too`, async () => {
+    const locks = new LockService(new ZooKeeperLockBackend({ connectionString: server.connectionString, sessionTimeout: 10_000 }), {
+      keyPrefix: 'footprint-sem',
+    });
+    try {
+      let next = 0;
+      const lane = async () => {
+        while (next < SEMAPHORE_NAMES) {
+          const handle = await locks.acquire(`export:${next++}`, { permits: 2 });
+          await handle.release();
+        }
+      };
+      await Promise.all(Array.from({ length: 10 }, lane));
+      await eventually(async () => (await admin.children(namespacePath('footprint-sem'))).length === 0, 'every semaphore path is swept', 20_000);
     } finally {
       await locks.close();
     }

@@ -38,8 +38,13 @@ export class LockPathSweeper {
   async sweep(): Promise<void> {
     clearTimeout(this.timer);
     this.timer = undefined;
-    const batch = [...this.paths];
+    // Deepest first: a semaphore's `leases` and `locks` go ahead of its path in the same pipeline.
+    const batch = [...this.paths].sort((a, b) => depth(b) - depth(a));
     this.paths.clear();
     await Promise.all(batch.map((path) => this.session.remove(path).catch(() => false)));
   }
+}
+
+function depth(path: string): number {
+  return path.split('/').length;
 }

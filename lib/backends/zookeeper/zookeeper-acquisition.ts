@@ -35,6 +35,13 @@ export interface AcquisitionContext {
 export interface ContenderRecipe {
   readonly marker: string;
   readonly nodeData: Buffer;
+  /** The queue's parent path when it is not the key's lock path (a semaphore's `locks` and `leases` children). */
+  readonly parent?: string;
+  /**
+   * Count-based admission (a semaphore's leases): our node is granted while the parent has at most `limit`
+   * children, ours included, and a waiter watches the children list instead of a predecessor.
+   */
+  readonly limit?: number;
 }
 
 /** Our node in the queue. */
@@ -55,6 +62,8 @@ type Position =
   /** Our turn: first in line, or a reader with no writer ahead of it. */
   | { readonly kind: 'first'; readonly confirmedAt: number }
   | { readonly kind: 'behind'; readonly predecessor: string }
+  /** More children than a counting recipe's limit; `watching` when the listing left a watch on the list. */
+  | { readonly kind: 'full'; readonly watching: boolean }
   /** Our node is gone: its session expired, or someone deleted it. */
   | { readonly kind: 'gone' };
 
@@ -98,7 +107,7 @@ export class ZooKeeperAcquisition {
     userSignal?: AbortSignal,
     private readonly recipe?: ContenderRecipe,
   ) {
-    this.parent = lockPath(request.namespace, request.key);
+    this.parent = recipe?.parent ?? lockPath(request.namespace, request.key);
     this.prefix = recipe ? `${protectedPrefix(request.token)}${recipe.marker}` : contenderPrefix(request.token, request.mode);
     const forward = () => this.controller.abort(userSignal!.reason);
     if (userSignal?.aborted) forward();
@@ -121,6 +130,15 @@ export class ZooKeeperAcquisition {
   }
 
   async acquire(): Promise<LockGrant> {
+    return (await this.queue(true))!;
+  }
+
+  /** As acquire(), but resolves undefined instead of joining again when our node vanishes while we wait. */
+  acquireOnce(): Promise<LockGrant | undefined> {
+    return this.queue(false);
+  }
+
+  private async queue(rejoin: boolean): Promise<LockGrant | undefined> {
     try {
       for (;;) {
         const contender = await this.join();
@@ -132,6 +150,7 @@ export class ZooKeeperAcquisition {
         this.queued = false;
         this.mayOwnNode = false;
         this.ownPath = undefined;
+        if (!rejoin) return undefined;
       }
     } catch (error) {
       this.abandon();
@@ -223,10 +242,15 @@ export class ZooKeeperAcquisition {
     }
   }
 
-  /** Both parents, pipelined: ZooKeeper applies one session's requests in order. */
+  /** Every ancestor of our node, pipelined: ZooKeeper applies one session's requests in order. */
   private async createLockPath(): Promise<void> {
     const { session } = this.ctx;
-    await Promise.all([session.ensurePersistent(namespacePath(this.request.namespace)), session.ensurePersistent(this.parent)]);
+    const ancestors = [namespacePath(this.request.namespace)];
+    for (let at = this.parent.indexOf('/', ancestors[0].length + 1); at > 0; at = this.parent.indexOf('/', at + 1)) {
+      ancestors.push(this.parent.slice(0, at));
+    }
+    ancestors.push(this.parent);
+    await Promise.all(ancestors.map((path) => session.ensurePersistent(path)));
   }
 
   /** After a lost create reply: our node's name if the create happened, undefined if it did not. */
@@ -247,8 +271,10 @@ export class ZooKeeperAcquisition {
     let failures = 0;
     for (;;) {
       let position: Position;
+      // A counting recipe waits on the children list: the listing that counts also sets the watch.
+      const listWakeup = this.recipe?.limit !== undefined ? (this.wakeup = new Wakeup()) : undefined;
       try {
-        position = await this.locate(contender);
+        position = await this.locate(contender, listWakeup?.fire);
       } catch (error) {
         // Once queued, a brief outage should not cost us our place: retry until the signal says stop.
         if (!isConnectionLoss(error) && !isSessionExpired(error)) throw error;
@@ -257,6 +283,11 @@ export class ZooKeeperAcquisition {
       }
       if (position.kind === 'gone') return undefined;
       if (position.kind === 'first') return position.confirmedAt;
+      if (position.kind === 'full') {
+        failures = 0;
+        if (position.watching) await raceAbort(listWakeup!.promise, this.signal, () => this.signal.reason);
+        continue;
+      }
       const wakeup = (this.wakeup = new Wakeup());
       let present: boolean;
       try {
@@ -276,14 +307,23 @@ export class ZooKeeperAcquisition {
   /**
    * Lists the children and finds our place in Curator's order. A writer (or exclusive) needs to be first and
    * watches the node just before it; a reader needs no writer before it and watches the nearest one, so a
-   * run of readers is admitted together and a writer's release wakes only the readers right behind it.
+   * run of readers is admitted together and a writer's release wakes only the readers right behind it. A
+   * counting recipe (semaphore leases) only counts the children, as Curator's InterProcessSemaphoreV2 does.
    */
-  private async locate(contender: Contender): Promise<Position> {
+  private async locate(contender: Contender, listWatcher?: () => void): Promise<Position> {
+    const { session } = this.ctx;
     const listing = contender.firstListing;
     contender.firstListing = undefined;
     const confirmedAt = listing?.sentAt ?? monotonicNow();
-    const children = await this.server(listing?.children ?? this.ctx.session.getChildren(this.parent));
+    const children = await this.server(
+      listing?.children ?? (listWatcher ? session.watchChildren(this.parent, listWatcher) : session.getChildren(this.parent)),
+    );
     if (children === null) return { kind: 'gone' };
+    const limit = this.recipe?.limit;
+    if (limit !== undefined) {
+      if (!children.includes(contender.name)) return { kind: 'gone' };
+      return children.length <= limit ? { kind: 'first', confirmedAt } : { kind: 'full', watching: listing === undefined };
+    }
     const sorted = sortContenders(children, this.recipe ? [this.recipe.marker] : ALL_MARKERS);
     const index = sorted.indexOf(contender.name);
     if (index < 0) return { kind: 'gone' };

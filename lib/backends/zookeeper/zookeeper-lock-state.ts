@@ -1,9 +1,11 @@
 /** What a ZooKeeper grant carries in `LockGrant.state`; the core hands it back to extend/release. */
 export interface ZooKeeperLockState {
-  /** Our contender node: `/<ns>/<key>/_c_<token>-<lock-|__READ__|__WRIT__><sequence>`. */
+  /** Our contender node `/<ns>/<key>/_c_<token>-<lock-|__READ__|__WRIT__><sequence>`, or our lease `/<ns>/<key>/leases/_c_<token>-lease-<sequence>`. */
   readonly nodePath: string;
   /** The session that owns the node (16 hex digits): the node lives exactly as long as that session. */
   readonly sessionId: string;
+  /** For a semaphore permit: the semaphore's path, whose `locks` and `leases` parents the sweeper may delete. */
+  readonly semaphorePath?: string;
 }
 
 export function asZooKeeperLockState(state: unknown): ZooKeeperLockState {

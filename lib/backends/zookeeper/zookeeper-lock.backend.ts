@@ -11,7 +11,8 @@ import { AcquisitionContext, ZooKeeperAcquisition } from './zookeeper-acquisitio
 import type { ZooKeeperClient } from './zookeeper-client';
 import { isSessionExpired, toZooKeeperBackendError } from './zookeeper-errors';
 import { asZooKeeperLockState, validUntil } from './zookeeper-lock-state';
-import { lockPath } from './zookeeper-node-layout';
+import { isContender, lockPath, SEMAPHORE_GATE } from './zookeeper-node-layout';
+import { ZooKeeperSemaphoreAcquisition } from './zookeeper-semaphore-acquisition';
 import { hex, ZooKeeperSession } from './zookeeper-session';
 
 export type { ZooKeeperClient } from './zookeeper-client';
@@ -36,6 +37,11 @@ export type ZooKeeperLockBackendOptions =
     };
 
 const DEFAULT_SESSION_TIMEOUT_MS = 30_000;
+
+/** An acquisition in progress, as close() sees it. */
+interface Cancellable {
+  cancel(error: unknown): void;
+}
 /** How long close() waits for abandoned waiters' nodes to be deleted while the server is reachable. */
 const CLOSE_GRACE_MS = 3_000;
 
@@ -43,7 +49,8 @@ const CLOSE_GRACE_MS = 3_000;
  * Locks on ZooKeeper with the node layout of Apache Curator's InterProcessMutex (see zookeeper-node-layout),
  * so a Java service locking `/locks/file:42` with Curator and `LockService({ keyPrefix: 'locks' })
  * .acquire('file:42')` exclude each other; 'read' and 'write' locks use InterProcessReadWriteLock's layout
- * instead (one recipe per path when Java shares it, see zookeeper-node-layout). Waiters queue FIFO by
+ * instead (one recipe per path when Java shares it, see zookeeper-node-layout), and semaphores
+ * InterProcessSemaphoreV2's (zookeeper-semaphore-acquisition). Waiters queue FIFO by
  * sequence number and each watches only the one node it waits for. The fencing token is the node's creation
  * zxid, which ZooKeeper orders globally.
  *
@@ -57,14 +64,14 @@ const CLOSE_GRACE_MS = 3_000;
 export class ZooKeeperLockBackend implements LockBackend {
   readonly kind = 'zookeeper';
   readonly address: string;
-  /** Read/write locks: Curator's InterProcessReadWriteLock layout. No semaphores (a different recipe). */
-  readonly supports = { readWrite: true } as const;
+  /** Read/write locks: InterProcessReadWriteLock's layout; semaphores: InterProcessSemaphoreV2's. */
+  readonly supports = { readWrite: true, semaphore: true } as const;
 
   private readonly session: ZooKeeperSession;
   private readonly ownNodes: OwnNodeWatches;
   private readonly sweeper: LockPathSweeper;
   private readonly context: AcquisitionContext;
-  private readonly acquisitions = new Map<ZooKeeperAcquisition, Promise<unknown>>();
+  private readonly acquisitions = new Map<Cancellable, Promise<unknown>>();
   private readonly background = new Set<Promise<unknown>>();
   private readonly stopSessionEvents: () => void;
   private closing?: Promise<void>;
@@ -98,6 +105,10 @@ export class ZooKeeperLockBackend implements LockBackend {
   tryAcquire(request: AcquireRequest): Promise<LockGrant | null> {
     if (this.closing) return Promise.reject(this.closedError('tryAcquire'));
     try {
+      if (request.permits !== undefined) {
+        const permit = new ZooKeeperSemaphoreAcquisition(this.context, request, request.permits);
+        return this.follow(permit, permit.tryAcquire());
+      }
       const attempt = new ZooKeeperAcquisition(this.context, request, 'tryAcquire');
       return this.follow(attempt, attempt.tryAcquire());
     } catch (error) {
@@ -108,6 +119,10 @@ export class ZooKeeperLockBackend implements LockBackend {
   acquire(request: AcquireRequest, signal: AbortSignal): Promise<LockGrant> {
     if (this.closing) return Promise.reject(this.closedError('acquire'));
     try {
+      if (request.permits !== undefined) {
+        const permit = new ZooKeeperSemaphoreAcquisition(this.context, request, request.permits);
+        return this.follow(permit, permit.acquire(signal));
+      }
       const attempt = new ZooKeeperAcquisition(this.context, request, 'acquire', signal);
       return this.follow(attempt, attempt.acquire());
     } catch (error) {
@@ -146,6 +161,10 @@ export class ZooKeeperLockBackend implements LockBackend {
     try {
       const deleted = await this.session.remove(state.nodePath);
       this.sweeper.add(state.nodePath.slice(0, state.nodePath.lastIndexOf('/')));
+      if (state.semaphorePath !== undefined) {
+        this.sweeper.add(`${state.semaphorePath}/${SEMAPHORE_GATE}`);
+        this.sweeper.add(state.semaphorePath);
+      }
       return deleted;
     } catch (error) {
       if (isSessionExpired(error)) return false;
@@ -156,8 +175,9 @@ export class ZooKeeperLockBackend implements LockBackend {
   async isLocked(namespace: string, key: string): Promise<boolean> {
     if (this.closing) throw this.closedError('isLocked');
     try {
+      // A semaphore of the same name keeps its `locks` and `leases` parents here; they are not holders.
       const children = await this.session.getChildren(lockPath(namespace, key));
-      return children !== null && children.length > 0;
+      return children !== null && children.some(isContender);
     } catch (error) {
       throw toZooKeeperBackendError(this.address, 'isLocked', error);
     }
@@ -222,7 +242,7 @@ export class ZooKeeperLockBackend implements LockBackend {
   }
 
   /** Tracks an acquisition until it settles, so close() can cancel it and wait for its clean-up. */
-  private follow<T>(attempt: ZooKeeperAcquisition, result: Promise<T>): Promise<T> {
+  private follow<T>(attempt: Cancellable, result: Promise<T>): Promise<T> {
     const settled = result.then(
       () => this.acquisitions.delete(attempt),
       () => this.acquisitions.delete(attempt),

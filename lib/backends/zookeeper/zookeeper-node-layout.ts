@@ -20,6 +20,16 @@
  * that: its mutex sorts read/write nodes after its own (their names lack `lock-`), and its read/write lock
  * does the same to mutex nodes. So on a path Java also uses, pick one recipe: 'exclusive' next to Curator's
  * InterProcessMutex, 'read'/'write' next to its InterProcessReadWriteLock; mixing them there is unsafe.
+ *
+ * Semaphores (`permits: N`) use InterProcessSemaphoreV2's layout under the same lock path:
+ *
+ *   gate (a mutex):             /<enc(namespace)>/<enc(key)>/locks/_c_<owner token>-lock-<sequence>
+ *   each lease (ephemeral       /<enc(namespace)>/<enc(key)>/leases/_c_<owner token>-lease-<sequence>
+ *   sequential):
+ *
+ * A permit is a lease node; at most N may exist once a holder has counted them. The two persistent children
+ * `locks` and `leases` contain no marker and sort after every sequence number, so a lock on the same path
+ * never mistakes them for contenders, and a semaphore stays apart from the lock of the same name.
  */
 
 /** InterProcessMutex's lock name. */
@@ -27,6 +37,11 @@ export const MUTEX_MARKER = 'lock-';
 /** InterProcessReadWriteLock's lock names (same length on purpose, as in Curator). */
 export const READ_MARKER = '__READ__';
 export const WRITE_MARKER = '__WRIT__';
+
+/** InterProcessSemaphoreV2's children of the semaphore path: its gate mutex and its leases, and a lease's name. */
+export const SEMAPHORE_GATE = 'locks';
+export const SEMAPHORE_LEASES = 'leases';
+export const LEASE_MARKER = 'lease-';
 
 /** Every marker we create or recognise; sorting by all of them orders mixed modes by sequence alone. */
 export const ALL_MARKERS: readonly string[] = [MUTEX_MARKER, READ_MARKER, WRITE_MARKER];
@@ -115,4 +130,9 @@ export function sortContenders(children: readonly string[], markers: readonly st
 export function findOwnNode(children: readonly string[], token: string): string | undefined {
   const prefix = protectedPrefix(token);
   return children.find((name) => name.startsWith(prefix));
+}
+
+/** Whether a child of a lock path is a lock contender, rather than a semaphore's `locks` or `leases` parent. */
+export function isContender(name: string): boolean {
+  return ALL_MARKERS.some((marker) => name.includes(marker));
 }
