@@ -73,17 +73,18 @@ describe('Redis backend over a node-redis client', () => {
     it('runs the scripts again after SCRIPT FLUSH (EVALSHA answered NOSCRIPT, then EVAL once)', async () => {
       const backend = new RedisLockBackend({ client: nodeClient(server.url, resp) });
       try {
-        const first = await backend.tryAcquire(lockRequest('flush-a'));
+        const first = await backend.tryAcquire(lockRequest(`flush-a-${resp}`));
         expect(first).not.toBeNull();
         await admin.script('FLUSH');
-        const second = await backend.tryAcquire(lockRequest('flush-b'));
+        const request = lockRequest(`flush-b-${resp}`);
+        const second = await backend.tryAcquire(request);
         expect(second?.fencingToken).toEqual(expect.any(BigInt));
-        const held = { ...lockRequest('flush-b'), fencingToken: second!.fencingToken };
+        const held = { ...request, fencingToken: second!.fencingToken };
         // Renewals go as a batch (extendMany): their NOSCRIPT path differs from a single call's.
         await admin.script('FLUSH');
         expect(await backend.extendMany([{ lock: held, ttl: 5_000 }])).toEqual([expect.any(Number)]);
         expect(await backend.release(held)).toBe(true);
-        expect(await backend.isLocked(NAMESPACE, 'flush-b')).toBe(false);
+        expect(await backend.isLocked(NAMESPACE, `flush-b-${resp}`)).toBe(false);
       } finally {
         await backend.close();
       }
@@ -116,7 +117,6 @@ describe('Redis backend over a node-redis client', () => {
     const wait = deadline(5_000);
     try {
       const grant = await backend.acquire(request, wait.signal);
-      expect(await admin.exists(`${NAMESPACE}:{owned}`)).toBeGreaterThanOrEqual(0);
       expect(await backend.isLocked(NAMESPACE, 'owned')).toBe(true);
       expect(await backend.release({ ...request, fencingToken: grant.fencingToken })).toBe(true);
     } finally {
