@@ -16,7 +16,7 @@ import { sharedEtcdEndpoint, sharedRedisUrl } from './shared-servers';
  * The backends the contract suite runs against, and how to connect to each. Shared by the Jest suites and by
  * the forked workers in test/workers, which connect to the same server from another OS process.
  */
-export type BackendKind = 'memory' | 'redis' | 'etcd' | 'redis-cluster' | 'redlock' | NodeRedisKind;
+export type BackendKind = 'memory' | 'redis' | 'etcd' | 'redis-cluster' | 'redlock' | 'redlock-node' | NodeRedisKind;
 
 /** The Redis backend over a node-redis client (`redis` package) speaking RESP2 or RESP3. */
 export type NodeRedisKind = 'redis-node' | 'redis-node-resp3';
@@ -87,6 +87,8 @@ export function connectBackend(kind: BackendKind, address: string): BackendUnder
     case 'redlock':
       // address: 'redis://127.0.0.1:p1,redis://127.0.0.1:p2,...' (independent masters)
       return connectRedlockBackend(address);
+    case 'redlock-node':
+      return connectRedlockBackend(address, {}, 'node-redis');
   }
 }
 
