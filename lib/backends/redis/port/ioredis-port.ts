@@ -44,7 +44,7 @@ export class IoRedisPort implements RedisPort {
 
   async zrangeWithScores(key: string): Promise<string[]> {
     // RESP3 answers [member, score] pairs; RESP2 a flat list.
-    const reply = (await this.inspectCommands().zrange(key, 0, -1, 'WITHSCORES')) as unknown[];
+    const reply = await this.inspectCommands().zrange(key, 0, -1, 'WITHSCORES');
     return reply.flatMap((item) => (Array.isArray(item) ? item.map(String) : [String(item)]));
   }
 

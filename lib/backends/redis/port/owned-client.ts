@@ -37,7 +37,7 @@ export function createOwnedPort(
 }
 
 interface NodeRedisPackage {
-  createClient(options: object): NodeRedisLockClient & { connect(): Promise<unknown>; on(event: string, listener: (error: Error) => void): unknown };
+  createClient(this: void, options: object): NodeRedisLockClient & { connect(): Promise<unknown>; on(event: string, listener: (error: Error) => void): unknown };
 }
 
 /**
