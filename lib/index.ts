@@ -55,6 +55,9 @@ export type {
   RedisLockBackendTuning,
   RedisFairness,
   RedisLockClient,
+  IoRedisLockClient,
+  NodeRedisLockClient,
+  RedisClientPackage,
   RedisConnectionOptions,
   RedisLockBackendConnection,
 } from './backends/redis/redis-lock.backend';

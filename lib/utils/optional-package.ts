@@ -24,3 +24,13 @@ function isNotFound(error: unknown, packageName: string): boolean {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   return code === 'MODULE_NOT_FOUND' && String((error as Error).message).startsWith(`Cannot find module '${packageName}'`);
 }
+
+/** Whether `packageName` can be loaded from here, without loading it. */
+export function isPackageInstalled(packageName: string): boolean {
+  try {
+    require.resolve(packageName);
+    return true;
+  } catch {
+    return false;
+  }
+}

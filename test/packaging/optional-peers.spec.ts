@@ -6,9 +6,17 @@ import type { MeterProvider, TracerProvider } from '@opentelemetry/api';
 import type { Etcd3, IOptions } from 'etcd3';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { Client as ZooKeeperClient } from 'node-zookeeper-client';
+import type { createClient, RedisClientType, RedisFunctions, RedisModules, RedisScripts } from 'redis';
 import * as ts from 'typescript';
 import { EtcdLockBackend, ZooKeeperLockBackend } from '../../lib';
-import type { EtcdClient, EtcdLockBackendOptions, RedisLockBackendOptions, ZooKeeperClient as OurZooKeeperClient, ZooKeeperLockBackendOptions } from '../../lib';
+import type {
+  EtcdClient,
+  EtcdLockBackendOptions,
+  RedisLockBackendOptions,
+  RedlockBackendOptions,
+  ZooKeeperClient as OurZooKeeperClient,
+  ZooKeeperLockBackendOptions,
+} from '../../lib';
 import type { LockMetricsOptions } from '../../lib/observability/lock-metrics';
 import type { LockTracingOptions } from '../../lib/observability/lock-tracing';
 
@@ -20,7 +28,7 @@ import type { LockTracingOptions } from '../../lib/observability/lock-tracing';
  */
 const ROOT = resolve(__dirname, '../..');
 const REQUIRED = ['@nestjs/common', '@nestjs/core', 'rxjs', 'reflect-metadata', '@types/node'];
-const OPTIONAL_PEERS = ['ioredis', 'etcd3', 'node-zookeeper-client', '@nestjs/terminus', '@opentelemetry/api'];
+const OPTIONAL_PEERS = ['ioredis', 'redis', '@redis/client', 'etcd3', 'node-zookeeper-client', '@nestjs/terminus', '@opentelemetry/api'];
 
 /** Every public type that describes an optional peer's client, options or result, used as an app would. */
 const CONSUMER = `
@@ -194,16 +202,27 @@ export function realClientsFit(
   redis: Redis,
   cluster: Cluster,
   redisOptions: RedisOptions,
+  nodeRedis: ReturnType<typeof createClient>,
+  nodeRedisResp3: RedisClientType<RedisModules, RedisFunctions, RedisScripts, 3>,
   etcd: Etcd3,
   etcdOptions: IOptions,
   zookeeper: ZooKeeperClient,
   meterProvider: MeterProvider,
   tracerProvider: TracerProvider,
 ): unknown[] {
-  const redisBackends: RedisLockBackendOptions[] = [{ client: redis }, { client: cluster }, { redisOptions }, { url: 'redis://h', redisOptions }];
+  const redisBackends: RedisLockBackendOptions[] = [
+    { client: redis },
+    { client: cluster },
+    { client: nodeRedis },
+    { client: nodeRedisResp3 },
+    { redisOptions },
+    { url: 'redis://h', redisOptions },
+    { url: 'redis://h', clientPackage: 'redis' },
+  ];
+  const redlockBackends: RedlockBackendOptions[] = [{ clients: [redis, redis, redis] }, { clients: [nodeRedis, nodeRedisResp3, redis] }];
   const etcdBackends: EtcdLockBackendOptions[] = [{ client: etcd }, etcdOptions];
   const zookeeperBackends: ZooKeeperLockBackendOptions[] = [{ client: zookeeper }];
   const metrics: LockMetricsOptions = { meterProvider };
   const tracing: LockTracingOptions = { tracerProvider };
-  return [redisBackends, etcdBackends, zookeeperBackends, metrics, tracing];
+  return [redisBackends, redlockBackends, etcdBackends, zookeeperBackends, metrics, tracing];
 }

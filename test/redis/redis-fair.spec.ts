@@ -6,18 +6,21 @@ import { RedisLockBackend, type RedisLockBackendTuning } from '../../lib/backend
 import type { LockHandle } from '../../lib/lock-handle';
 import type { LockOptions } from '../../lib/lock-options';
 import { LockService } from '../../lib/lock.service';
-import { uniqueNamespace } from '../support/backends';
+import { closeNodeRedisClient, createNodeRedisClient, uniqueNamespace } from '../support/backends';
 import { forkKindsWorker, killKindsWorkers } from './kinds-workers';
 import { startLocalRedis, type LocalRedisServer } from './local-redis-server';
 import { eventually } from './redis-spec-helpers';
 
 const MARGIN = 5_000;
 
-describe('Redis FIFO mode (fairness: "fifo")', () => {
+/** The app's client the suite's services use (forked workers keep ioredis: clients of both kinds share one queue). */
+type ClientKind = 'ioredis' | 'node-redis';
+
+describe.each<ClientKind>(['ioredis', 'node-redis'])('Redis FIFO mode (fairness: "fifo") over %s', (clientKind) => {
   let server: LocalRedisServer;
   let admin: Redis;
   let ns: string;
-  const opened: { locks: LockService; client: Redis }[] = [];
+  const opened: { locks: LockService; closeClient: () => Promise<unknown> }[] = [];
 
   beforeAll(async () => {
     server = await startLocalRedis();
@@ -35,19 +38,28 @@ describe('Redis FIFO mode (fairness: "fifo")', () => {
 
   afterEach(async () => {
     await killKindsWorkers();
-    for (const { locks, client } of opened.splice(0)) {
+    for (const { locks, closeClient } of opened.splice(0)) {
       await locks.close();
-      await client.quit();
+      await closeClient();
     }
   });
 
   /** A FIFO LockService on its own connection. Re-checks only every 30 s unless told: wake-ups come from the server. */
   function service(tuning: RedisLockBackendTuning = {}): LockService {
-    const client = new Redis(server.url);
-    const locks = new LockService(new RedisLockBackend({ client, fairness: 'fifo', recheckInterval: 30_000, ...tuning }), {
-      keyPrefix: ns,
-    });
-    opened.push({ locks, client });
+    const options = { fairness: 'fifo', recheckInterval: 30_000, ...tuning } as const;
+    let backend: RedisLockBackend;
+    let closeClient: () => Promise<unknown>;
+    if (clientKind === 'node-redis') {
+      const client = createNodeRedisClient(server.url, 2);
+      backend = new RedisLockBackend({ client, ...options });
+      closeClient = () => closeNodeRedisClient(client);
+    } else {
+      const client = new Redis(server.url);
+      backend = new RedisLockBackend({ client, ...options });
+      closeClient = () => client.quit();
+    }
+    const locks = new LockService(backend, { keyPrefix: ns });
+    opened.push({ locks, closeClient });
     return locks;
   }
 

@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import { ChannelSubscriber } from '../../lib/backends/redis/channel-subscriber';
-import { duplicateForSubscriber } from '../../lib/backends/redis/redis-client';
+import { IoRedisPort } from '../../lib/backends/redis/port/ioredis-port';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
 import type { LockGrant } from '../../lib/backends/lock-backend.interface';
 import { startLocalRedis, type LocalRedisServer } from './local-redis-server';
@@ -110,7 +110,7 @@ describe('Redis wake-ups without FIFO: one waiter per process per release', () =
     let subscriber: ChannelSubscriber;
 
     beforeEach(() => {
-      subscriber = new ChannelSubscriber(duplicateForSubscriber(client));
+      subscriber = new ChannelSubscriber(new IoRedisPort(client).duplicateForSubscriber());
     });
 
     afterEach(async () => {

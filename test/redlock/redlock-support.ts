@@ -1,12 +1,20 @@
 import Redis from 'ioredis';
 import { RedlockBackend, type RedlockBackendOptions } from '../../lib/backends/redlock/redlock.backend';
-import type { BackendUnderTest } from '../support/backends';
+import { closeNodeRedisClient, createNodeRedisClient, type BackendUnderTest, type NodeRedisClient } from '../support/backends';
+
+/** Which client package the instances' clients come from. */
+export type RedlockClientKind = 'ioredis' | 'node-redis';
 
 /**
  * A RedlockBackend over new clients, one per URL in `address` (comma-separated redis:// URLs): the form a forked
  * worker gets. The returned close() closes the backend, then the clients it made.
  */
-export function connectRedlockBackend(address: string, tuning: Omit<RedlockBackendOptions, 'clients'> = {}): BackendUnderTest {
+export function connectRedlockBackend(
+  address: string,
+  tuning: Omit<RedlockBackendOptions, 'clients'> = {},
+  clientKind: RedlockClientKind = 'ioredis',
+): BackendUnderTest {
+  if (clientKind === 'node-redis') return connectNodeRedisRedlock(address, tuning);
   const clients = address.split(',').map((url) => {
     const client = new Redis(url);
     // Tests stop instances on purpose: no "Unhandled error event" noise.
@@ -35,6 +43,30 @@ export function connectRedlockBackend(address: string, tuning: Omit<RedlockBacke
               client.disconnect();
             }),
           );
+        }
+      })()),
+  };
+}
+
+/** The same over node-redis clients (RESP2), which connect in the background: commands wait for them. */
+function connectNodeRedisRedlock(address: string, tuning: Omit<RedlockBackendOptions, 'clients'>): BackendUnderTest {
+  const clients: NodeRedisClient[] = address.split(',').map((url) => createNodeRedisClient(url, 2));
+  let backend: RedlockBackend;
+  try {
+    backend = new RedlockBackend({ clients, ...tuning });
+  } catch (error) {
+    for (const client of clients) void closeNodeRedisClient(client);
+    throw error;
+  }
+  let closing: Promise<void> | undefined;
+  return {
+    backend,
+    close: () =>
+      (closing ??= (async () => {
+        try {
+          await backend.close();
+        } finally {
+          await Promise.all(clients.map(closeNodeRedisClient));
         }
       })()),
   };

@@ -4,7 +4,7 @@ import { describeLockContract } from '../contract/lock-contract';
 import type { BackendFactory, BackendKind, BackendUnderTest, BackendWorld } from '../support/backends';
 import { freeTestPorts } from '../support/free-port';
 import { startRedis, type TestRedisServer } from '../support/redis-server';
-import { connectRedlockBackend } from './redlock-support';
+import { connectRedlockBackend, type RedlockClientKind } from './redlock-support';
 
 /**
  * The shared contract suite against RedlockBackend over three real redis-server processes. Forked workers reach
@@ -23,11 +23,11 @@ afterAll(async () => {
 
 const address = () => servers.map((server) => server.url).join(',');
 
-function world(): BackendWorld {
+function world(clientKind: RedlockClientKind): BackendWorld {
   const opened: BackendUnderTest[] = [];
   return {
     connect() {
-      const connection = connectRedlockBackend(address());
+      const connection = connectRedlockBackend(address(), {}, clientKind);
       opened.push(connection);
       return connection;
     },
@@ -37,20 +37,22 @@ function world(): BackendWorld {
   };
 }
 
-const redlockFactory: BackendFactory = {
-  name: 'redlock' as BackendKind,
+/** One factory per client package of the instances' clients: ioredis, node-redis. */
+const redlockFactory = (clientKind: RedlockClientKind): BackendFactory => ({
+  name: (clientKind === 'ioredis' ? 'redlock' : 'redlock-node') as BackendKind,
+  backendKind: 'redlock',
   crossProcess: true,
   // Waiters race when woken, as on a single Redis.
   fair: false,
   hasServer: true,
   minTtl: 1_500,
   address,
-  create: async () => connectRedlockBackend(address()),
-  world,
+  create: async () => connectRedlockBackend(address(), {}, clientKind),
+  world: () => world(clientKind),
   unreachable: async () => {
     const ports = await freeTestPorts(3);
     const [port] = ports;
-    return { port, ...connectRedlockBackend(ports.map((each) => `redis://127.0.0.1:${each}`).join(','), { requestTimeout: 500 }) };
+    return { port, ...connectRedlockBackend(ports.map((each) => `redis://127.0.0.1:${each}`).join(','), { requestTimeout: 500 }, clientKind) };
   },
   vanishings: [
     {
@@ -69,6 +71,7 @@ const redlockFactory: BackendFactory = {
       },
     },
   ],
-};
+});
 
-describeLockContract(redlockFactory);
+describeLockContract(redlockFactory('ioredis'));
+describeLockContract(redlockFactory('node-redis'));

@@ -16,7 +16,10 @@ import { sharedEtcdEndpoint, sharedRedisUrl } from './shared-servers';
  * The backends the contract suite runs against, and how to connect to each. Shared by the Jest suites and by
  * the forked workers in test/workers, which connect to the same server from another OS process.
  */
-export type BackendKind = 'memory' | 'redis' | 'etcd' | 'redis-cluster' | 'redlock';
+export type BackendKind = 'memory' | 'redis' | 'etcd' | 'redis-cluster' | 'redlock' | 'redlock-node' | NodeRedisKind;
+
+/** The Redis backend over a node-redis client (`redis` package) speaking RESP2 or RESP3. */
+export type NodeRedisKind = 'redis-node' | 'redis-node-resp3';
 
 /** One backend instance plus what must be closed after it: the backend, then the client the test created. */
 export interface BackendUnderTest {
@@ -36,6 +39,8 @@ export interface BackendWorld {
 
 export interface BackendFactory {
   readonly name: BackendKind;
+  /** The `kind` of the LockBackend it builds (and of its errors), when it differs from `name` (node-redis: 'redis'). */
+  readonly backendKind?: string;
   /** Locks are shared between OS processes (false for memory: its cross-process cases run in one process). */
   readonly crossProcess: boolean;
   /** Grants queued waiters in arrival order. */
@@ -70,6 +75,10 @@ export function connectBackend(kind: BackendKind, address: string): BackendUnder
       return own(new MemoryLockBackend());
     case 'redis':
       return redisBackend(address);
+    case 'redis-node':
+      return nodeRedisBackend(address, 2);
+    case 'redis-node-resp3':
+      return nodeRedisBackend(address, 3);
     case 'etcd':
       return etcdBackend(address);
     case 'redis-cluster':
@@ -78,6 +87,8 @@ export function connectBackend(kind: BackendKind, address: string): BackendUnder
     case 'redlock':
       // address: 'redis://127.0.0.1:p1,redis://127.0.0.1:p2,...' (independent masters)
       return connectRedlockBackend(address);
+    case 'redlock-node':
+      return connectRedlockBackend(address, {}, 'node-redis');
   }
 }
 
@@ -102,6 +113,33 @@ function redisBackend(url: string): BackendUnderTest {
   // A test that stops the server on purpose must not print "Unhandled error event" noise.
   client.on('error', () => undefined);
   return own(new RedisLockBackend({ client }), () => closeRedisClient(client));
+}
+
+/**
+ * A node-redis client, connecting (not awaited: commands wait in its offline queue until it is up), as a
+ * forked worker builds it too. `createClient` is loaded lazily so suites that never use it do not need it.
+ */
+export function createNodeRedisClient(url: string, resp: 2 | 3): NodeRedisClient {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { createClient } = require('redis') as typeof import('redis');
+  const client = createClient({ url, RESP: resp });
+  // A test that stops the server on purpose must not throw "Unhandled error event".
+  client.on('error', () => undefined);
+  client.connect().catch(() => undefined);
+  return client as unknown as NodeRedisClient;
+}
+
+/** What tests use of a node-redis client, whatever its RESP generics. */
+export type NodeRedisClient = import('redis').RedisClientType;
+
+export async function closeNodeRedisClient(client: NodeRedisClient): Promise<void> {
+  if (client.isReady) await client.close().catch(() => undefined);
+  if (client.isOpen) client.destroy();
+}
+
+function nodeRedisBackend(url: string, resp: 2 | 3): BackendUnderTest {
+  const client = createNodeRedisClient(url, resp);
+  return own(new RedisLockBackend({ client }), () => closeNodeRedisClient(client));
 }
 
 async function closeRedisClient(client: Redis): Promise<void> {
@@ -190,6 +228,24 @@ export const redisFactory: BackendFactory = {
     },
   ],
 };
+
+/** The same Redis backend and suites over a node-redis client (RESP2 or RESP3) instead of ioredis. */
+export function nodeRedisFactory(kind: NodeRedisKind): BackendFactory {
+  return {
+    ...redisFactory,
+    name: kind,
+    backendKind: 'redis',
+    create: async () => connectBackend(kind, sharedRedisUrl()),
+    world: () => serverWorld(kind, sharedRedisUrl),
+    unreachable: async () => {
+      const port = await freeTestPort();
+      return { port, ...nodeRedisBackend(`redis://127.0.0.1:${port}`, kind === 'redis-node' ? 2 : 3) };
+    },
+  };
+}
+
+/** The Redis suites run once per client: ioredis, node-redis RESP2, node-redis RESP3. */
+export const REDIS_CLIENT_FACTORIES: readonly BackendFactory[] = [redisFactory, nodeRedisFactory('redis-node'), nodeRedisFactory('redis-node-resp3')];
 
 export const etcdFactory: BackendFactory = {
   name: 'etcd',

@@ -1,5 +1,5 @@
 import { raceAbort, timeoutSignal } from '../shared/abort';
-import { closeConnection, type RedisConnection } from './redis-client';
+import type { SubscriberConnection } from './port/redis-port';
 
 /** close() does not wait longer than this for UNSUBSCRIBE before quitting anyway. */
 const UNSUBSCRIBE_TIMEOUT_MS = 1_000;
@@ -53,10 +53,10 @@ export class ChannelSubscriber {
   private readonly channels = new Map<string, ChannelEntry>();
   private closed = false;
 
-  constructor(private readonly connection: RedisConnection) {
-    connection.on('message', (channel: string, message: string) => {
+  constructor(private readonly connection: SubscriberConnection) {
+    connection.onMessage((channel, message) => {
       const entry = this.channels.get(channel);
-      if (entry) dispatch(entry, String(message));
+      if (entry) dispatch(entry, message);
     });
   }
 
@@ -110,7 +110,7 @@ export class ChannelSubscriber {
       await raceAbort(this.connection.unsubscribe(...subscribed), deadline.signal, () => undefined).catch(() => undefined);
       deadline.dispose();
     }
-    await closeConnection(this.connection);
+    await this.connection.close();
   }
 }
 

@@ -8,7 +8,7 @@ import { IS_LOCKED_SCRIPT } from './is-locked.lua';
 import { LEAVE_LOCK_SCRIPT, LEAVE_SEMAPHORE_SCRIPT } from './leave.lua';
 import { RAISE_FENCE_SCRIPT } from './raise-fence.lua';
 import { redisLockKey, redisLockKeys, redisSemaphoreKeys } from './redis-keys';
-import type { RedisScript, ScriptRunner } from './redis-script';
+import type { RedisScript, ScriptPort } from './redis-script';
 import { RELEASE_READ_SCRIPT } from './release-read.lua';
 import { RELEASE_SEMAPHORE_SCRIPT } from './release-semaphore.lua';
 import { RELEASE_SCRIPT } from './release.lua';
@@ -25,7 +25,7 @@ export interface ScriptCall {
   readonly tag: string;
 }
 
-export function runCall(client: ScriptRunner, call: ScriptCall): Promise<unknown> {
+export function runCall(client: ScriptPort, call: ScriptCall): Promise<unknown> {
   return call.script.run(client, call.keys, call.args);
 }
 

@@ -1,11 +1,16 @@
-import { raceAbort, timeoutSignal } from '../shared/abort';
 import type { ScriptRunner } from './redis-script';
 
 /**
- * What the backend needs from the app's client: an ioredis `Redis` or `Cluster` fits. Kept narrow so a wrapper
- * can be passed; nothing here is ever closed or modified by the backend.
+ * The app's Redis client: ioredis (`Redis`, `Cluster`) or node-redis (`createClient()`). Told apart by shape,
+ * never by importing either package. Nothing here is ever closed or modified by the backend.
  */
-export interface RedisLockClient extends ScriptRunner {
+export type RedisLockClient = IoRedisLockClient | NodeRedisLockClient;
+
+/**
+ * What the backend needs from an ioredis client: a `Redis` or `Cluster` fits. Kept narrow so a wrapper
+ * can be passed.
+ */
+export interface IoRedisLockClient extends ScriptRunner {
   /** Read for the address in error messages (host, port or path; never the password). */
   readonly options: object;
   /** ioredis connection status, shown in error messages when the server does not answer. */
@@ -22,6 +27,24 @@ export interface RedisLockClient extends ScriptRunner {
    * `Redis.duplicate(options)`, or `Cluster.duplicate(startupNodes, clusterOptions)`.
    */
   duplicate(...args: any[]): RedisConnection;
+}
+
+/**
+ * What the backend needs from a node-redis client (`createClient()` of `redis` 5 or 6, RESP 2 or 3). The app
+ * connects it (`await client.connect()`); the backend duplicates it once for pub/sub and closes only that copy.
+ */
+export interface NodeRedisLockClient {
+  /** True from connect() until the client is closed. */
+  readonly isOpen: boolean;
+  /** True while connected and ready for commands (false while it reconnects). */
+  readonly isReady: boolean;
+  /** Read for the address in error messages (`socket.host`/`port`/`path`; never the password). */
+  readonly options?: object;
+  // `any`: node-redis' own argument and option types, which we must not import.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  sendCommand(args: readonly string[], options?: any): Promise<unknown>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  duplicate(overrides?: any): unknown;
 }
 
 /**
@@ -68,7 +91,7 @@ export function describeAddress(options: object): string {
 }
 
 /** The address shown in errors: `host:port`, or `cluster(host:port,...)` from a Cluster's startup nodes. */
-export function describeClient(client: RedisLockClient): string {
+export function describeClient(client: IoRedisLockClient): string {
   if (!client.isCluster) return describeAddress(client.options);
   const nodes = (client as unknown as { startupNodes?: unknown }).startupNodes;
   const shown = Array.isArray(nodes) ? nodes.map(describeStartupNode) : [];
@@ -76,7 +99,7 @@ export function describeClient(client: RedisLockClient): string {
 }
 
 /** A Cluster startup node: a port, 'host:port', a redis:// URL (its credentials dropped) or { host, port }. */
-function describeStartupNode(node: unknown): string {
+export function describeStartupNode(node: unknown): string {
   if (typeof node === 'number') return describeAddress({ port: node });
   if (typeof node === 'string') {
     try {
@@ -89,63 +112,3 @@ function describeStartupNode(node: unknown): string {
   return typeof node === 'object' && node !== null ? describeAddress(node) : String(node);
 }
 
-/** How our subscriber connections show up in CLIENT LIST (on a Cluster ioredis adds a prefix). */
-const SUBSCRIBER_NAME = 'nest-distributed-lock:subscriber';
-
-/**
- * A new connection for pub/sub, with the app's settings (auth, TLS) and our overrides: named, so operators can
- * tell it apart in CLIENT LIST; an offline queue, so a SUBSCRIBE sent while it opens waits instead of failing;
- * and re-subscribing after a reconnect (messages in the gap are covered by the waiters' re-checks).
- * On a Cluster, ioredis subscribes through one node: a PUBLISH (also from a script) reaches every node's
- * subscribers over the cluster bus, so one subscriber hears every key's releases.
- */
-export function duplicateForSubscriber(client: RedisLockClient): RedisConnection {
-  const connection = client.isCluster
-    ? client.duplicate([], {
-        redisOptions: {
-          ...(client.options as { redisOptions?: object }).redisOptions,
-          connectionName: SUBSCRIBER_NAME,
-          enableReadyCheck: false,
-        },
-        enableOfflineQueue: true,
-        lazyConnect: false,
-      })
-    : client.duplicate({
-        connectionName: SUBSCRIBER_NAME,
-        enableOfflineQueue: true,
-        autoResubscribe: true,
-        lazyConnect: false,
-        // The ready check sends INFO, which a connection already in subscriber mode rejects ("only subscriber
-        // commands may be used"): seen under load when a SUBSCRIBE went out first. Subscribing needs no check.
-        enableReadyCheck: false,
-      });
-  // Its failures surface through SUBSCRIBE replies; without a listener ioredis would print each one.
-  connection.on('error', () => undefined);
-  return connection;
-}
-
-/** How long QUIT, then the socket close, may take before we stop waiting. */
-const CLOSE_TIMEOUT_MS = 1_000;
-
-/**
- * Closes a connection we own: QUIT when it is connected (the server answers what it already received),
- * otherwise disconnect, which also stops ioredis' reconnect loop. Waits (bounded) until the socket is
- * gone, so nothing is left open. A connection between reconnect attempts has no socket and may never
- * report 'end'; clearing its reconnect timer is all it needs.
- */
-export async function closeConnection(connection: RedisConnection): Promise<void> {
-  if (connection.status === 'end') return;
-  const deadline = timeoutSignal(CLOSE_TIMEOUT_MS, () => new Error('close timed out'));
-  const ended = new Promise<void>((resolve) => connection.once('end', () => resolve()));
-  try {
-    if (connection.status === 'ready') {
-      await raceAbort(connection.quit(), deadline.signal, () => deadline.signal.reason).catch(() => undefined);
-    }
-    if (connection.status !== 'end') connection.disconnect();
-    if (connection.status !== 'end' && connection.status !== 'reconnecting') {
-      await raceAbort(ended, deadline.signal, () => deadline.signal.reason).catch(() => undefined);
-    }
-  } finally {
-    deadline.dispose();
-  }
-}

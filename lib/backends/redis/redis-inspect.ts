@@ -1,28 +1,20 @@
 import type { BackendInspection, InspectedEntry } from '../lock-backend.interface';
 import { redisLockKeys, redisSemaphoreKeys } from './redis-keys';
 import { holderOf } from './stored-token';
-
-/** The commands inspect() reads with; ioredis' Redis and Cluster both have them. */
-export interface InspectCommands {
-  get(key: string): Promise<string | null>;
-  pttl(key: string): Promise<number>;
-  zrange(key: string, start: number, stop: number, withScores: 'WITHSCORES'): Promise<string[]>;
-  lrange(key: string, start: number, stop: number): Promise<string[]>;
-  time(): Promise<[string, string]>;
-}
+import type { RedisPort } from './port/redis-port';
 
 /**
  * Who holds the name (writer, readers, semaphore permits) and, in FIFO mode, who waits in order. Holder ids
  * come from the stored tokens (see storedToken); expiries from PTTL and the holders' ZSET scores.
  */
-export async function inspectRedis(client: InspectCommands, namespace: string, key: string, fifo: boolean): Promise<BackendInspection> {
+export async function inspectRedis(client: RedisPort, namespace: string, key: string, fifo: boolean): Promise<BackendInspection> {
   const lockKeys = redisLockKeys(namespace, key);
   const semaphoreKeys = redisSemaphoreKeys(namespace, key);
   const [writer, writerTtl, readers, permits, fence, queue, semaphoreQueue, time] = await Promise.all([
     client.get(lockKeys.lock),
     client.pttl(lockKeys.lock),
-    client.zrange(lockKeys.readers, 0, -1, 'WITHSCORES'),
-    client.zrange(semaphoreKeys.holders, 0, -1, 'WITHSCORES'),
+    client.zrangeWithScores(lockKeys.readers),
+    client.zrangeWithScores(semaphoreKeys.holders),
     client.get(lockKeys.fence),
     client.lrange(lockKeys.queue, 0, -1),
     client.lrange(semaphoreKeys.queue, 0, -1),

@@ -5,7 +5,6 @@ import { LockError } from '../../errors/lock-error';
 import type { AcquireRequest, BackendInspection, HeldLock, LockBackend, LockGrant } from '../lock-backend.interface';
 import { raceAbort, timeoutSignal } from '../shared/abort';
 import { ClosableWaits } from '../shared/closable-waits';
-import { loadOptionalPackage } from '../../utils/optional-package';
 import { parseAcquireReply } from './acquire.lua';
 import { ChannelSubscriber, type ChannelSubscription } from './channel-subscriber';
 import {
@@ -21,33 +20,34 @@ import {
   type ScriptCall,
   type WaitStyle,
 } from './lock-calls';
-import {
-  closeConnection,
-  describeClient,
-  duplicateForSubscriber,
-  type RedisConnection,
-  type RedisConnectionOptions,
-  type RedisLockClient,
-} from './redis-client';
+import type { RedisConnectionOptions, RedisLockClient } from './redis-client';
+import { createOwnedPort, type RedisClientPackage } from './port/owned-client';
+import type { RedisPort } from './port/redis-port';
+import { redisPortOf } from './port/redis-port-of';
 import { fenceRetentionOf } from './fence-retention';
 import { runBatch } from './script-batch';
 import { storedToken, withStoredToken } from './stored-token';
-import { inspectRedis, type InspectCommands } from './redis-inspect';
+import { inspectRedis } from './redis-inspect';
 import { validityEnd } from './validity';
 import { Wakeup } from './wakeup';
 
-export type { RedisConnectionOptions, RedisLockClient } from './redis-client';
+export type { IoRedisLockClient, NodeRedisLockClient, RedisConnectionOptions, RedisLockClient } from './redis-client';
+export type { RedisClientPackage } from './port/owned-client';
 
 /** Where the backend gets its connection: the app's client, or one it creates (and then closes) itself. */
 export type RedisLockBackendConnection =
   /**
-   * The app's ioredis client: a `Redis`, or a `Cluster` (every key of one lock shares a hash tag, so each
-   * script runs on one node). The backend never closes it; it only duplicates it once for pub/sub.
+   * The app's client: an ioredis `Redis` or `Cluster` (every key of one lock shares a hash tag, so each
+   * script runs on one node), or a connected node-redis client (`createClient()`, RESP 2 or 3). The backend
+   * never closes it; it only duplicates it once for pub/sub.
    */
-  | { client: RedisLockClient; url?: never; redisOptions?: never }
-  /** e.g. 'redis://user:pass@host:6379/0'; `redisOptions` add to it. */
-  | { url: string; redisOptions?: RedisConnectionOptions; client?: never }
-  | { redisOptions: RedisConnectionOptions; url?: never; client?: never };
+  | { client: RedisLockClient; url?: never; redisOptions?: never; clientPackage?: never }
+  /**
+   * e.g. 'redis://user:pass@host:6379/0'; `redisOptions` add to it. The backend creates the client with
+   * `clientPackage` (default: ioredis when installed, else redis) and closes it.
+   */
+  | { url: string; redisOptions?: RedisConnectionOptions; clientPackage?: RedisClientPackage; client?: never }
+  | { redisOptions: RedisConnectionOptions; url?: never; clientPackage?: RedisClientPackage; client?: never };
 
 export interface RedisLockBackendTuning {
   /**
@@ -121,9 +121,10 @@ export class RedisLockBackend implements LockBackend {
   readonly supports = { readWrite: true, semaphore: true, expiry: true } as const;
   readonly fairness: RedisFairness;
 
-  private readonly client: RedisLockClient;
-  /** Set when we created the client, so close() quits it. */
-  private readonly ownedClient?: RedisConnection;
+  /** The app's (or our own) client behind the one port the algorithm talks to. */
+  private readonly client: RedisPort;
+  /** Set when we created the client: close() closes it. */
+  private readonly closeOwnedClient?: () => Promise<void>;
   private readonly recheckInterval: number;
   private readonly waiterTtl: number;
   private readonly fenceRetention: number;
@@ -150,22 +151,19 @@ export class RedisLockBackend implements LockBackend {
     }
     this.fenceRetention = fenceRetentionOf('RedisLockBackend', options.fenceRetention);
     if (options.client) {
-      this.client = options.client;
+      this.client = redisPortOf(options.client, 'RedisLockBackend');
     } else if (options.url !== undefined || options.redisOptions) {
-      const { Redis } = loadOptionalPackage<typeof import('ioredis')>('ioredis', 'The Redis backend');
-      const created =
-        options.url !== undefined ? new Redis(options.url, options.redisOptions ?? {}) : new Redis(options.redisOptions!);
-      // Our own client: keep its connection errors for our messages instead of ioredis' console warning.
-      created.on('error', (error: Error) => (this.lastConnectionError = error));
-      this.client = created;
-      this.ownedClient = created;
+      // Our own client: keep its connection errors for our messages instead of the client's console warning.
+      const owned = createOwnedPort(options, (error) => (this.lastConnectionError = error));
+      this.client = owned.port;
+      this.closeOwnedClient = owned.close;
     } else {
       throw new TypeError(
-        'RedisLockBackend needs a connection: pass { client } (an ioredis Redis or Cluster the app owns), ' +
-          "{ url: 'redis://host:6379' } or { redisOptions }.",
+        'RedisLockBackend needs a connection: pass { client } (an ioredis Redis or Cluster, or a node-redis client, ' +
+          "that the app owns), { url: 'redis://host:6379' } or { redisOptions }.",
       );
     }
-    this.address = describeClient(this.client);
+    this.address = this.client.address;
   }
 
   /** @internal LeaderElection on this backend's client and shared subscriber connection. */
@@ -223,7 +221,7 @@ export class RedisLockBackend implements LockBackend {
   /** Who holds the name and, in FIFO mode, who waits in order: see inspectRedis. */
   async inspect(namespace: string, key: string): Promise<BackendInspection> {
     this.assertOpen('inspect');
-    return this.call('inspect', inspectRedis(this.client as unknown as InspectCommands, namespace, key, this.fairness === 'fifo'));
+    return this.call('inspect', inspectRedis(this.client, namespace, key, this.fairness === 'fifo'));
   }
 
   /** Whether a writer or any live reader holds the key (semaphores are apart and not counted). */
@@ -366,10 +364,10 @@ export class RedisLockBackend implements LockBackend {
     }
   }
 
-  /** The shared subscriber, created at the first wait; replaced if ioredis gave its connection up for good. */
+  /** The shared subscriber, created at the first wait; replaced if the client gave its connection up for good. */
   private sharedSubscriber(): ChannelSubscriber {
     if (this.closing) throw this.error('acquire', 'the backend is closed');
-    if (!this.subscriber?.isUsable) this.subscriber = new ChannelSubscriber(duplicateForSubscriber(this.client));
+    if (!this.subscriber?.isUsable) this.subscriber = new ChannelSubscriber(this.client.duplicateForSubscriber());
     return this.subscriber;
   }
 
@@ -413,13 +411,13 @@ export class RedisLockBackend implements LockBackend {
     // Every wait step races the aborted signal, so these settle promptly.
     await this.waits.abortAll(reason);
     // Only a connected client can still deliver those releases; otherwise the locks expire after their ttl.
-    if (this.cleanups.size > 0 && (this.client.status ?? 'ready') === 'ready') {
+    if (this.cleanups.size > 0 && (this.client.status() ?? 'ready') === 'ready') {
       const deadline = timeoutSignal(CLEANUP_TIMEOUT_MS, () => undefined);
       await raceAbort(Promise.allSettled(this.cleanups), deadline.signal, () => undefined).catch(() => undefined);
       deadline.dispose();
     }
     await this.subscriber?.close();
-    if (this.ownedClient) await closeConnection(this.ownedClient);
+    await this.closeOwnedClient?.();
   }
 
   private assertOpen(operation: string): void {
@@ -448,7 +446,7 @@ export class RedisLockBackend implements LockBackend {
   /** What we know about the connection, for "why did it not answer" messages. */
   private connectionHint(): string {
     const hints: string[] = [];
-    const status = this.client.status;
+    const status = this.client.status();
     if (status && status !== 'ready') hints.push(`connection ${status}`);
     if (this.lastConnectionError && status !== 'ready') hints.push(`last connection error: ${this.lastConnectionError.message}`);
     return hints.length > 0 ? ` (${hints.join('; ')})` : '';

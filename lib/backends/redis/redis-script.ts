@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
+import type { RedisPort } from './port/redis-port';
 
-/** The two commands a script needs. ioredis' Redis (and Cluster) provide both. */
+/** The two script commands of an ioredis Redis (and Cluster), as the public client type spells them. */
 export interface ScriptRunner {
   evalsha(sha1: string, numkeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
   eval(script: string, numkeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
@@ -21,9 +22,9 @@ export class RedisScript {
     this.sha1 = createHash('sha1').update(source, 'utf8').digest('hex');
   }
 
-  async run(client: ScriptRunner, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  async run(client: ScriptPort, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     try {
-      return await client.evalsha(this.sha1, keys.length, ...keys, ...args);
+      return await client.evalsha(this.sha1, keys, args);
     } catch (error) {
       if (!isNoScriptError(error)) throw error;
       return this.runSource(client, keys, args);
@@ -31,10 +32,13 @@ export class RedisScript {
   }
 
   /** EVAL with the source, which also loads the script: for when the server is known not to have it. */
-  runSource(client: ScriptRunner, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    return client.eval(this.source, keys.length, ...keys, ...args);
+  runSource(client: ScriptPort, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    return client.eval(this.source, keys, args);
   }
 }
+
+/** What running a script needs of the port. */
+export type ScriptPort = Pick<RedisPort, 'evalsha' | 'eval'>;
 
 export function isNoScriptError(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');

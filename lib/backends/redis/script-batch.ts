@@ -1,7 +1,7 @@
 import { slotOfTag } from './cluster-slot';
 import { EXTEND_MANY_CHUNK, EXTEND_MANY_SCRIPT, EXTEND_SCRIPT } from './extend.lua';
 import { runCall, type ScriptCall } from './lock-calls';
-import type { RedisLockClient } from './redis-client';
+import type { RedisPort, ShaCall } from './port/redis-port';
 import { isNoScriptError, type RedisScript } from './redis-script';
 
 export type BatchResult = { readonly ok: true; readonly reply: unknown } | { readonly ok: false; readonly error: unknown };
@@ -15,8 +15,8 @@ export type BatchResult = { readonly ok: true; readonly reply: unknown } | { rea
  * node group whose pipeline fails (e.g. the slot moved meanwhile) falls back to one call per item, which
  * ioredis redirects on its own.
  */
-export async function runBatch(client: RedisLockClient, calls: readonly ScriptCall[]): Promise<BatchResult[]> {
-  if (!client.pipeline) return Promise.all(calls.map((call) => settle(runCall(client, call))));
+export async function runBatch(client: RedisPort, calls: readonly ScriptCall[]): Promise<BatchResult[]> {
+  if (!client.evalshaMany) return Promise.all(calls.map((call) => settle(runCall(client, call))));
   if (!client.isCluster) return runCombined(client, calls);
   const results = new Array<BatchResult>(calls.length);
   const groups = new Map<string, number[]>();
@@ -46,7 +46,7 @@ export async function runBatch(client: RedisLockClient, calls: readonly ScriptCa
  * On a single server: the exclusive-lock extends go as EXTEND_MANY_SCRIPT calls of up to EXTEND_MANY_CHUNK
  * locks each, everything else as it is, all in one pipeline. Each lock's result is taken from its chunk's reply.
  */
-async function runCombined(client: RedisLockClient, calls: readonly ScriptCall[]): Promise<BatchResult[]> {
+async function runCombined(client: RedisPort, calls: readonly ScriptCall[]): Promise<BatchResult[]> {
   const sent: ScriptCall[] = [];
   /** Per sent call: the index of the call it stands for, or the indexes of the extends it combines. */
   const sources: (number | number[])[] = [];
@@ -107,11 +107,13 @@ async function runCombined(client: RedisLockClient, calls: readonly ScriptCall[]
  * would ship the script's source thousands of times to a server that just came back: one EVAL per script
  * loads it, and the rest go again as one more pipeline.
  */
-async function runPipeline(client: RedisLockClient, calls: readonly ScriptCall[], retry = true): Promise<BatchResult[]> {
-  const pipeline = client.pipeline!();
-  for (const { script, keys, args } of calls) pipeline.evalsha(script.sha1, keys.length, ...keys, ...args);
-  const replies = await pipeline.exec();
-  if (!replies) throw new Error('the pipeline was discarded');
+async function runPipeline(client: RedisPort, calls: readonly ScriptCall[], retry = true): Promise<BatchResult[]> {
+  const shaCalls = new Array<ShaCall>(calls.length);
+  for (let index = 0; index < calls.length; index++) {
+    const { script, keys, args } = calls[index];
+    shaCalls[index] = { sha1: script.sha1, keys, args };
+  }
+  const replies = await client.evalshaMany!(shaCalls);
   const results = new Array<BatchResult>(calls.length);
   let unknownScript: number[] | undefined;
   for (let index = 0; index < replies.length; index++) {
@@ -124,7 +126,7 @@ async function runPipeline(client: RedisLockClient, calls: readonly ScriptCall[]
   return results;
 }
 
-async function rerunUnknownScripts(client: RedisLockClient, calls: readonly ScriptCall[], indexes: number[], results: BatchResult[]): Promise<void> {
+async function rerunUnknownScripts(client: RedisPort, calls: readonly ScriptCall[], indexes: number[], results: BatchResult[]): Promise<void> {
   const loading = new Map<RedisScript, number>();
   const rest: number[] = [];
   for (const index of indexes) {
@@ -142,10 +144,10 @@ async function rerunUnknownScripts(client: RedisLockClient, calls: readonly Scri
 }
 
 /** The master serving the call's slot, as far as the client knows; '' on a single server. */
-function nodeOf(client: RedisLockClient, call: ScriptCall): string {
+function nodeOf(client: RedisPort, call: ScriptCall): string {
   if (!client.isCluster) return '';
   const slot = slotOfTag(call.tag);
-  return client.slots?.[slot]?.[0] ?? `slot ${slot}`;
+  return client.nodeOfSlot(slot) ?? `slot ${slot}`;
 }
 
 function settle(work: Promise<unknown>): Promise<BatchResult> {

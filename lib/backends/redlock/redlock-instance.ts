@@ -1,16 +1,21 @@
 import { ChannelSubscriber } from '../redis/channel-subscriber';
-import { describeClient, duplicateForSubscriber, type RedisLockClient } from '../redis/redis-client';
+import type { RedisPort } from '../redis/port/redis-port';
+import { redisPortOf } from '../redis/port/redis-port-of';
+import type { RedisLockClient } from '../redis/redis-client';
 
-/** Connection states in which ioredis would only queue a command until the server is back. */
+/** Connection states in which the client would only queue a command until the server is back (or fail it). */
 const UNREACHABLE_STATES = new Set(['reconnecting', 'close', 'end']);
 
 /** One independent Redis master of a Redlock set: the app's client plus our own subscriber, made on first use. */
 export class RedlockInstance {
   readonly address: string;
+  /** The app's client behind the one port the algorithm talks to. */
+  readonly client: RedisPort;
   private subscriber?: ChannelSubscriber;
 
-  constructor(readonly client: RedisLockClient) {
-    this.address = describeClient(client);
+  constructor(readonly appClient: RedisLockClient) {
+    this.client = redisPortOf(appClient, 'RedlockBackend');
+    this.address = this.client.address;
   }
 
   /**
@@ -18,12 +23,12 @@ export class RedlockInstance {
    * than queueing the request (which could then take a lock long after we stopped waiting for it).
    */
   unreachable(): Error | undefined {
-    const status = this.client.status;
+    const status = this.client.status();
     return status !== undefined && UNREACHABLE_STATES.has(status) ? new Error(`connection ${status}`) : undefined;
   }
 
   sharedSubscriber(): ChannelSubscriber {
-    if (!this.subscriber?.isUsable) this.subscriber = new ChannelSubscriber(duplicateForSubscriber(this.client));
+    if (!this.subscriber?.isUsable) this.subscriber = new ChannelSubscriber(this.client.duplicateForSubscriber());
     return this.subscriber;
   }
 

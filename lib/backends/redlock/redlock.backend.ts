@@ -99,7 +99,7 @@ export class RedlockBackend implements LockBackend {
   constructor(options: RedlockBackendOptions) {
     const clients = options?.clients;
     if (!Array.isArray(clients) || clients.length === 0) {
-      throw new TypeError('RedlockBackend needs { clients: [redis1, redis2, redis3] }: ioredis clients of independent Redis masters.');
+      throw new TypeError('RedlockBackend needs { clients: [redis1, redis2, redis3] }: ioredis or node-redis clients of independent Redis masters.');
     }
     this.instances = clients.map((client) => new RedlockInstance(client));
     const addresses = this.instances.map((instance) => instance.address);

@@ -1,7 +1,7 @@
 import { LockBackendError, LockError } from '../../errors';
 import { delay, raceAbort } from '../../backends/shared/abort';
 import type { ChannelSubscriber, ChannelSubscription } from '../../backends/redis/channel-subscriber';
-import type { RedisLockClient } from '../../backends/redis/redis-client';
+import type { RedisPort } from '../../backends/redis/port/redis-port';
 import { encodeKeyPart } from '../../backends/redis/redis-keys';
 import { validityEnd } from '../../backends/redis/validity';
 import { monotonicNow } from '../../utils/clock';
@@ -38,7 +38,7 @@ export class RedisElection implements ElectionBackend {
   readonly kind = 'redis';
 
   constructor(
-    private readonly client: RedisLockClient,
+    private readonly client: RedisPort,
     readonly address: string,
     /** The lock backend's one shared subscriber connection. */
     private readonly subscriber: () => ChannelSubscriber,

@@ -33,7 +33,7 @@ export function unreachableCases(ctx: ContractContext): void {
       const elapsed = since(started);
       expect({ operation, error }).toEqual({ operation, error: expect.any(LockBackendError) });
       const failure = error as LockBackendError;
-      expect(failure.backend).toBe(ctx.factory.name);
+      expect(failure.backend).toBe(ctx.factory.backendKind ?? ctx.factory.name);
       expect(failure.address).toContain(String(dead.port));
       expect(failure.message).toContain(String(dead.port));
       expect(elapsed).toBeLessThan(bound + MARGIN);
