@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 // Installs the packed library into the consumer apps the way a user does, and tests it there:
 //   1. `npm pack` (prepack builds), then publint and @arethetypeswrong/cli on the tarball;
-//   2. per fixture (Nest 12 ESM, Nest 11 CommonJS) and per ioredis major (5, 6): a plain `npm install` of the
-//      tarball (no --legacy-peer-deps), a type-check with skipLibCheck off while no optional peer other than
-//      ioredis is installed, and an end-to-end test against a real redis-server;
+//   2. per fixture (Nest 12 ESM, Nest 11 CommonJS) and per Redis client (ioredis 5 and 6 on both; node-redis 6 on
+//      Nest 12, 5 on Nest 11): a plain `npm install` of the tarball (no --legacy-peer-deps), a type-check with
+//      skipLibCheck off while no optional peer other than that client is installed, and an end-to-end test
+//      against a real redis-server;
 //   3. then the other optional peers (@nestjs/terminus of the fixture's Nest major, etcd3, node-zookeeper-client,
 //      @opentelemetry/api) are added, every ```ts block of README.md and docs/ is type-checked as its own module,
 //      and a terminus health check runs.
-// Usage: node test/consumers/run.mjs [--fixture nest12-esm|nest11-cjs] [--ioredis 5|6] [--keep]
+// Usage: node test/consumers/run.mjs [--fixture nest12-esm|nest11-cjs] [--client ioredis@5|ioredis@6|redis@5|redis@6] [--keep]
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -17,15 +18,18 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '../..');
-const FIXTURES = { 'nest12-esm': { nestMajor: 12 }, 'nest11-cjs': { nestMajor: 11 } };
-const IOREDIS_MAJORS = ['5', '6'];
+const FIXTURES = {
+  'nest12-esm': { nestMajor: 12, clients: ['ioredis@5', 'ioredis@6', 'redis@6'] },
+  'nest11-cjs': { nestMajor: 11, clients: ['ioredis@5', 'ioredis@6', 'redis@5'] },
+};
+/** The app's Redis module for each client package (test/consumers/app/clients). */
+const CLIENT_MODULES = { ioredis: 'ioredis.module.ts', redis: 'node-redis.module.ts' };
 const OPTIONAL_PEERS = ['etcd3', 'node-zookeeper-client', '@nestjs/terminus', '@opentelemetry/api', '@nestjs/schedule'];
-const REPORTED = ['nest-distributed-lock', '@nestjs/common', '@nestjs/core', 'ioredis', 'typescript', 'rxjs', '@nestjs/terminus', '@nestjs/schedule'];
+const REPORTED = ['nest-distributed-lock', '@nestjs/common', '@nestjs/core', 'ioredis', 'redis', 'typescript', 'rxjs', '@nestjs/terminus', '@nestjs/schedule'];
 
 const args = process.argv.slice(2);
 const option = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
 const fixtures = option('--fixture') ? [option('--fixture')] : Object.keys(FIXTURES);
-const ioredisMajors = option('--ioredis') ? [option('--ioredis')] : IOREDIS_MAJORS;
 for (const fixture of fixtures) if (!FIXTURES[fixture]) fail(`unknown fixture ${fixture}; known: ${Object.keys(FIXTURES).join(', ')}`);
 
 function fail(message) {
@@ -105,26 +109,33 @@ function installedVersions(dir) {
   return versions;
 }
 
-async function testFixture(fixture, ioredisMajor, tarball, redisUrl, work) {
-  const dir = join(work, `${fixture}-ioredis${ioredisMajor}`);
+async function testFixture(fixture, client, tarball, redisUrl, work) {
+  const [clientPackage, clientMajor] = client.split('@');
+  const dir = join(work, `${fixture}-${clientPackage}${clientMajor}`);
   cpSync(join(here, fixture), dir, { recursive: true });
   cpSync(join(here, 'app', 'src'), join(dir, 'src'), { recursive: true });
   cpSync(join(here, 'app', 'test'), join(dir, 'test'), { recursive: true });
+  cpSync(join(here, 'app', 'clients', CLIENT_MODULES[clientPackage]), join(dir, 'src', 'redis.module.ts'));
 
-  // Phase 1: the library and ioredis only, as a Redis-only user installs it.
-  run('npm', ['install', '--no-audit', '--no-fund', tarball, `ioredis@^${ioredisMajor}`], dir);
-  const present = OPTIONAL_PEERS.filter((name) => existsSync(join(dir, 'node_modules', name)));
+  // Phase 1: the library and one Redis client only, as a Redis-only user installs it.
+  run('npm', ['install', '--no-audit', '--no-fund', tarball, `${clientPackage}@^${clientMajor}`], dir);
+  const otherClient = clientPackage === 'ioredis' ? 'redis' : 'ioredis';
+  const present = [...OPTIONAL_PEERS, otherClient].filter((name) => existsSync(join(dir, 'node_modules', name)));
   if (present.length > 0) throw new Error(`optional peers were installed without being asked for: ${present.join(', ')}`);
   run('npx', ['tsc', '-p', 'tsconfig.json'], dir);
   run('node', ['--test', 'dist/test/'], dir, { REDIS_URL: redisUrl });
 
   // Phase 2: every optional peer, the README's and docs' TypeScript blocks, and a terminus health check.
   const { nestMajor } = FIXTURES[fixture];
-  // @nestjs/schedule 6 goes with Nest 11, 12 with Nest 12.
+  // @nestjs/schedule 6 goes with Nest 11, 12 with Nest 12. The doc blocks use both Redis clients.
   const scheduleMajor = nestMajor === 11 ? 6 : nestMajor;
+  const otherClientSpec = otherClient === 'redis' ? `redis@^${nestMajor === 11 ? 5 : 6}` : 'ioredis@^6';
   run(
     'npm',
-    ['install', '--no-audit', '--no-fund', `@nestjs/terminus@^${nestMajor}`, `@nestjs/schedule@^${scheduleMajor}`, 'etcd3', 'node-zookeeper-client', '@opentelemetry/api'],
+    [
+      'install', '--no-audit', '--no-fund', `@nestjs/terminus@^${nestMajor}`, `@nestjs/schedule@^${scheduleMajor}`,
+      'etcd3', 'node-zookeeper-client', '@opentelemetry/api', otherClientSpec,
+    ],
     dir,
   );
   cpSync(join(here, 'app', 'extras'), join(dir, 'extras'), { recursive: true });
@@ -150,10 +161,10 @@ async function main() {
 
     redis = await startRedis(work);
     for (const fixture of fixtures) {
-      for (const ioredisMajor of ioredisMajors) {
-        const row = { fixture, ioredisMajor };
+      for (const client of option('--client') ? [option('--client')] : FIXTURES[fixture].clients) {
+        const row = { fixture, client };
         try {
-          Object.assign(row, await testFixture(fixture, ioredisMajor, tarball, redis.url, work), { passed: true });
+          Object.assign(row, await testFixture(fixture, client, tarball, redis.url, work), { passed: true });
         } catch (error) {
           Object.assign(row, { passed: false, error: error.message.split('\n')[0] });
         }
@@ -167,11 +178,11 @@ async function main() {
   }
 
   console.log('\nConsumer matrix (versions are what npm chose):');
-  console.log(`| fixture | ioredis | result | doc blocks | ${REPORTED.join(' | ')} |`);
+  console.log(`| fixture | client | result | doc blocks | ${REPORTED.join(' | ')} |`);
   console.log(`|---|---|---|---|${REPORTED.map(() => '---').join('|')}|`);
   for (const row of results) {
     const versions = REPORTED.map((name) => row.versions?.[name] ?? '?');
-    console.log(`| ${row.fixture} | ${row.ioredisMajor} | ${row.passed ? 'pass' : `FAIL: ${row.error}`} | ${row.blocks ?? '?'} | ${versions.join(' | ')} |`);
+    console.log(`| ${row.fixture} | ${row.client} | ${row.passed ? 'pass' : `FAIL: ${row.error}`} | ${row.blocks ?? '?'} | ${versions.join(' | ')} |`);
   }
   const failed = results.filter((row) => !row.passed).length;
   console.log(`\nconsumers: ${results.length - failed} passed, ${failed} failed`);

@@ -1,0 +1,31 @@
+import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { createClient, type RedisClientType } from 'redis';
+import type { RedisLockClient } from 'nest-distributed-lock';
+
+/** A real client fits the lock backend's client type, without a cast. */
+export const asLockClient = (redis: RedisClientType): RedisLockClient => redis;
+
+/** The DI token of the app's own Redis client. */
+export const REDIS_CLIENT = Symbol('REDIS_CLIENT');
+
+/** The app's own node-redis client; the lock backend borrows it and never closes it, so the app does. */
+@Module({
+  providers: [
+    {
+      provide: REDIS_CLIENT,
+      useFactory: async () => {
+        const client = createClient({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+        await client.connect();
+        return client;
+      },
+    },
+  ],
+  exports: [REDIS_CLIENT],
+})
+export class RedisModule implements OnApplicationShutdown {
+  constructor(@Inject(REDIS_CLIENT) private readonly redis: RedisClientType) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.redis.quit();
+  }
+}
