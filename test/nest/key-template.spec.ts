@@ -191,7 +191,7 @@ describe('method argument placeholders', () => {
     expect(readParameterNames(({ id }: { id: string }) => id)).toBeUndefined();
     expect(readParameterNames(Math.max)).toBeUndefined();
     expect(readParameterNames(Reports.prototype.generate.bind(null))).toBeUndefined();
-    // eslint-disable-next-line @typescript-eslint/no-unused-vars
+     
     expect(readParameterNames(function (a /* comment */: unknown) { return a; })).toBeUndefined();
   });
 });

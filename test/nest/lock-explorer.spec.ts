@@ -64,7 +64,7 @@ class ReportService {
   }
 
   @WithLock('feed:<<0>>')
-  // eslint-disable-next-line @typescript-eslint/explicit-module-boundary-types
+   
   undeclared(_id: string) {
     return of(1);
   }

@@ -160,7 +160,7 @@ describe('CLI end to end (memory backend)', () => {
     const io = captureIo({ open });
     expect(await runCli(['inspect', '--redis', 'redis://unused:1', '--json', 'file:1'], io)).toBe(EXIT_OK);
     const parsed = JSON.parse(io.out()) as { holders: { fencingToken: string }[]; waiters: unknown[] };
-    expect(parsed.holders[0]!.fencingToken).toBe(lock.fencingToken.toString());
+    expect(parsed.holders[0].fencingToken).toBe(lock.fencingToken.toString());
     expect(parsed.waiters).toEqual([]);
     await lock.release();
   });

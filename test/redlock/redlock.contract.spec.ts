@@ -38,7 +38,7 @@ function world(): BackendWorld {
 }
 
 const redlockFactory: BackendFactory = {
-  name: 'redlock' as BackendKind,
+  name: 'redlock',
   crossProcess: true,
   // Waiters race when woken, as on a single Redis.
   fair: false,

@@ -22,7 +22,7 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
   let ns: string;
   const killed = new Set<number>();
   const opened: { close(): Promise<unknown> }[] = [];
-  let clients: Redis[] = [];
+  const clients: Redis[] = [];
 
   beforeAll(async () => {
     servers = await Promise.all(Array.from({ length: count }, () => startRedis()));

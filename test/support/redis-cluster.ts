@@ -108,7 +108,7 @@ export function redisClusterFactory(cluster: () => TestRedisCluster): BackendFac
     };
   };
   return {
-    name: 'redis-cluster' as BackendKind,
+    name: 'redis-cluster',
     crossProcess: true,
     fair: false,
     hasServer: true,
@@ -173,7 +173,7 @@ async function waitForClusterOk(node: Node): Promise<void> {
       node.server,
       `cluster state ok on 127.0.0.1:${node.port}`,
       async () => {
-        const info = (await client.cluster('INFO')) as string;
+        const info = (await client.cluster('INFO'));
         return /cluster_state:ok/.test(info) && /cluster_slots_ok:16384/.test(info);
       },
       READY_TIMEOUT_MS,

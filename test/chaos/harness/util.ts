@@ -14,7 +14,7 @@ export async function pollUntil<T>(what: string, probe: () => Promise<T> | T, ti
   for (;;) {
     try {
       const value = await probe();
-      if (value) return value as NonNullable<T>;
+      if (value) return value;
     } catch (error) {
       lastError = error;
     }
