@@ -1,7 +1,7 @@
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import Redis from 'ioredis';
 import { describeLockContract } from '../contract/lock-contract';
-import type { BackendFactory, BackendKind, BackendUnderTest, BackendWorld } from '../support/backends';
+import type { BackendFactory, BackendUnderTest, BackendWorld } from '../support/backends';
 import { freeTestPorts } from '../support/free-port';
 import { startRedis, type TestRedisServer } from '../support/redis-server';
 import { connectRedlockBackend } from './redlock-support';

@@ -21,7 +21,7 @@ export type BackendKind = 'memory' | 'redis' | 'etcd' | 'redis-cluster' | 'redlo
 /** One backend instance plus what must be closed after it: the backend, then the client the test created. */
 export interface BackendUnderTest {
   readonly backend: LockBackend;
-  close(): Promise<void>;
+  close: () => Promise<void>;
 }
 
 /**
@@ -50,7 +50,7 @@ export interface BackendFactory {
   create(): Promise<BackendUnderTest>;
   world(): BackendWorld;
   /** A backend aimed at a loopback port where nothing listens. */
-  unreachable?(): Promise<BackendUnderTest & { port: number }>;
+  unreachable?: () => Promise<BackendUnderTest & { port: number }>;
   /**
    * Ways the lock can vanish on the server without the holder's backend doing anything, done with a raw client
    * the way an operator or a lease expiry would (no wake-up message, no backend code involved).

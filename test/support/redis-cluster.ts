@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import Redis, { Cluster } from 'ioredis';
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import { RedisLockBackend, type RedisLockBackendTuning } from '../../lib/backends/redis/redis-lock.backend';
-import type { BackendFactory, BackendKind, BackendUnderTest, BackendWorld } from './backends';
+import type { BackendFactory, BackendUnderTest, BackendWorld } from './backends';
 import { freeTestPorts } from './free-port';
 import { pingRedis } from './redis-server';
 import { findBinary, ServerExitedError, SpawnedServer, spawnServer, stopServer, waitUntilReady } from './server-process';

@@ -19,7 +19,7 @@ export async function pollUntil<T>(what: string, probe: () => Promise<T> | T, ti
       lastError = error;
     }
     if (performance.now() > deadline) {
-      throw new Error(`${what} did not happen within ${timeoutMs} ms${lastError ? ` (last error: ${String(lastError)})` : ''}`);
+      throw new Error(`${what} did not happen within ${timeoutMs} ms${lastError ? ` (last error: ${lastError instanceof Error ? String(lastError) : JSON.stringify(lastError)})` : ''}`);
     }
     await sleep(everyMs);
   }

@@ -126,7 +126,9 @@ async function serverLeftovers(target: ChaosTarget, keyPrefix: string): Promise<
     }
   }
   if (target.kind === 'zookeeper') {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { AdminClient } = require('../../zookeeper/zookeeper-spec-helpers') as typeof import('../../zookeeper/zookeeper-spec-helpers');
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { namespacePath } = require('../../../lib/backends/zookeeper/zookeeper-node-layout') as typeof import('../../../lib/backends/zookeeper/zookeeper-node-layout');
     const admin = await AdminClient.connect(target.address);
     try {
