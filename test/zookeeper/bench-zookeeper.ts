@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/prefer-promise-reject-errors -- node-zookeeper-client's Exception inherits Error at runtime; its @types omit that */
 /**
  * Rough figures on a local ZooKeeper 3.8 (not a test; prints them): uncontended tryAcquire + release per second
  * from one sequential caller, beside the raw limit (node-zookeeper-client create of an ephemeral sequential node +
@@ -17,12 +18,11 @@ const WAKE_UP_RUNS = 20;
 const ROUNDS = 8;
 
 /** One cycle of the raw limit: what a lock needs at the least, one create and one delete. */
-// `as Error`: node-zookeeper-client's Exception inherits Error at runtime; its @types omit that.
 function rawCycle(client: Client): Promise<void> {
   return new Promise((resolve, reject) =>
     client.create('/bench-raw/uncontended/lock-', Buffer.from('x'), CreateMode.EPHEMERAL_SEQUENTIAL, (error, path) => {
-      if (error) return reject(error as Error);
-      client.remove(path, -1, (removeError) => (removeError ? reject(removeError as Error) : resolve()));
+      if (error) return reject(error);
+      client.remove(path, -1, (removeError) => (removeError ? reject(removeError) : resolve()));
     }),
   );
 }
@@ -31,7 +31,7 @@ function connectRaw(connectionString: string): Promise<Client> {
   const client = createClient(connectionString, { sessionTimeout: 10_000 });
   return new Promise((resolve, reject) => {
     client.once('connected', () =>
-      client.mkdirp('/bench-raw/uncontended', (error) => (error ? reject(error as Error) : resolve(client))),
+      client.mkdirp('/bench-raw/uncontended', (error) => (error ? reject(error) : resolve(client))),
     );
     client.connect();
   });

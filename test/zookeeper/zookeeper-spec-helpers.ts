@@ -1,8 +1,9 @@
+/* eslint-disable @typescript-eslint/prefer-promise-reject-errors -- node-zookeeper-client's Exception inherits Error at runtime; its @types omit that */
 import { randomUUID } from 'node:crypto';
 import { Client, createClient, Stat } from 'node-zookeeper-client';
 import { containSocketHandlerErrors } from '../../lib/backends/zookeeper/owned-client';
 import type { AcquireRequest, HeldLock, LockGrant } from '../../lib/backends/lock-backend.interface';
-// `reject(error as Error)` below: node-zookeeper-client's Exception inherits Error at runtime; its @types omit that.
+// `reject(error)` below: node-zookeeper-client's Exception inherits Error at runtime; its @types omit that.
 import type { ZooKeeperLockState } from '../../lib/backends/zookeeper/zookeeper-lock-state';
 import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper-lock.backend';
 import { ALL_MARKERS, lockPath, sortContenders } from '../../lib/backends/zookeeper/zookeeper-node-layout';
@@ -39,7 +40,7 @@ export class AdminClient {
 
   children(path: string): Promise<string[]> {
     return new Promise((resolve, reject) =>
-      this.client.getChildren(path, (error, children) => (error ? (isNoNode(error) ? resolve([]) : reject(error as Error)) : resolve(children))),
+      this.client.getChildren(path, (error, children) => (error ? (isNoNode(error) ? resolve([]) : reject(error)) : resolve(children))),
     );
   }
 
@@ -49,20 +50,20 @@ export class AdminClient {
   }
 
   stat(path: string): Promise<Stat | null> {
-    return new Promise((resolve, reject) => this.client.exists(path, (error, stat) => (error ? reject(error as Error) : resolve(stat))));
+    return new Promise((resolve, reject) => this.client.exists(path, (error, stat) => (error ? reject(error) : resolve(stat))));
   }
 
   data(path: string): Promise<Buffer> {
-    return new Promise((resolve, reject) => this.client.getData(path, (error, data) => (error ? reject(error as Error) : resolve(data))));
+    return new Promise((resolve, reject) => this.client.getData(path, (error, data) => (error ? reject(error) : resolve(data))));
   }
 
   remove(path: string): Promise<void> {
-    return new Promise((resolve, reject) => this.client.remove(path, -1, (error) => (error ? reject(error as Error) : resolve())));
+    return new Promise((resolve, reject) => this.client.remove(path, -1, (error) => (error ? reject(error) : resolve())));
   }
 
   create(path: string, data: Buffer, mode: number): Promise<string> {
     return new Promise((resolve, reject) =>
-      this.client.create(path, data, mode, (error, created) => (error ? reject(error as Error) : resolve(created))),
+      this.client.create(path, data, mode, (error, created) => (error ? reject(error) : resolve(created))),
     );
   }
 
