@@ -32,7 +32,7 @@ export interface LockHandleInit {
   operationTimeout: number;
   /** ms after which the watchdog stops renewing (Infinity: never). */
   maxHold: number;
-  onEnd(handle: LockHandle): void;
+  onEnd: (handle: LockHandle) => void;
   /** Told of renewals and how the lock ended, without an rxjs subscription per handle (LockService's events). */
   lifecycle?: LockLifecycleListener;
   /** Handed back to `lifecycle` with every call: what the listener needs about this handle, without a lookup. */
@@ -360,7 +360,7 @@ export class LockHandle implements AsyncDisposable {
         }
         const failure = error instanceof LockError ? error : this.backendError('extend', String(error), error);
         onTransient?.(failure);
-        this.emitAtRisk(failure as Error);
+        this.emitAtRisk(failure);
         return 'retry';
       }
       if (this.currentState !== 'held') return 'lost';

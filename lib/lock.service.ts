@@ -201,7 +201,8 @@ export class LockService {
         await lock.release().catch(() => undefined);
         throw error;
       }
-      const lost = lock.signal.aborted ? lock.signal.reason : undefined;
+      // A handle's signal aborts only with its LockLostError.
+      const lost = lock.signal.aborted ? (lock.signal.reason as Error) : undefined;
       // The work succeeded; a failed release only means the lock expires after its ttl instead of now.
       await lock.release().catch(() => undefined);
       if (lost) throw lost;

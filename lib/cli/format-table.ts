@@ -4,7 +4,7 @@ export function formatTable(header: readonly string[], rows: readonly (readonly 
   const line = (cells: readonly string[]) =>
     '  ' +
     cells
-      .map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column]!)))
+      .map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column])))
       .join('  ');
   return [line(header), ...rows.map(line)].join('\n');
 }

@@ -47,7 +47,7 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
   return {
     command,
     target: targetOf(values.redis, values.etcd),
-    key: rest[0]!,
+    key: rest[0],
     prefix: values.prefix ?? DEFAULT_PREFIX,
     json: values.json ?? false,
     interval: milliseconds('--interval', values.interval, DEFAULT_INTERVAL_MS, MIN_INTERVAL_MS),

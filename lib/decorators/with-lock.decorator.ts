@@ -22,8 +22,8 @@ export function WithLock(keys: LockKeys, options: LockOptions = {}): ClassDecora
     if (methodName !== undefined && typeof descriptor?.value !== 'function') {
       throw new TypeError(`@WithLock goes on a method or a class; ${String(methodName)} is not a method.`);
     }
-    return decorate(target, methodName!, descriptor!);
-  }) as ClassDecorator & MethodDecorator;
+    return decorate(target, methodName, descriptor);
+  });
 }
 
 function compileWithLock(keys: LockKeys, options: LockOptions): WithLockMetadata {
@@ -51,6 +51,6 @@ function checkOptions(options: LockOptions): void {
   try {
     resolveLockOptions(options, undefined);
   } catch (error) {
-    throw new TypeError(`Invalid @WithLock options: ${(error as Error).message}`);
+    throw new TypeError(`Invalid @WithLock options: ${(error as Error).message}`, { cause: error });
   }
 }

@@ -8,8 +8,8 @@ import { WITH_LOCK_METADATA } from '../distributed-lock.constants';
 export class LockMetadataAccessor {
   constructor(private readonly reflector: Reflector) {}
 
-  /** `@WithLock` on a method or on a class. */
-  getWithLock(target: Function): WithLockMetadata | undefined {
-    return this.reflector.get<WithLockMetadata | undefined>(WITH_LOCK_METADATA, target);
+  /** `@WithLock` on a method or on a class (anything else carries none). */
+  getWithLock(target: unknown): WithLockMetadata | undefined {
+    return typeof target === 'function' ? this.reflector.get<WithLockMetadata | undefined>(WITH_LOCK_METADATA, target) : undefined;
   }
 }

@@ -40,21 +40,22 @@ export class LockExplorer implements OnModuleInit {
    */
   private checkController(wrapper: InstanceWrapper): void {
     const controller = wrapper.metatype as Function | undefined;
-    if (!controller?.prototype) return;
+    const prototype = controller?.prototype as Record<string, unknown> | undefined;
+    if (!controller || !prototype) return;
     const interceptor = wrapper.host?.injectables.get(LockInterceptor)?.instance as LockInterceptor | undefined;
     if (!interceptor || interceptor.hasLockService) return;
     const method = this.metadata.getWithLock(controller)
       ? undefined
-      : this.scanner.getAllMethodNames(controller.prototype).find((name) => this.metadata.getWithLock(controller.prototype[name]));
+      : this.scanner.getAllMethodNames(prototype).find((name) => this.metadata.getWithLock(prototype[name]));
     // The interceptor may be there for another controller of the module; this one may not use @WithLock.
     if (method === undefined && !this.metadata.getWithLock(controller)) return;
     throw new LockModuleMissingError(method === undefined ? controller.name : `${controller.name}.${method}`, wrapper.host?.name);
   }
 
   private explore(wrapper: InstanceWrapper, controllerClasses: ReadonlySet<unknown>): void {
-    const { instance } = wrapper;
+    const instance: unknown = wrapper.instance;
     if (!instance || typeof instance !== 'object' || wrapper.isAlias) return;
-    const prototype = Object.getPrototypeOf(instance);
+    const prototype = Object.getPrototypeOf(instance) as Record<string, unknown> | null;
     // Controllers are locked by their LockInterceptor.
     if (!prototype || controllerClasses.has(instance.constructor)) return;
     const className = instance.constructor?.name ?? String(wrapper.name);
@@ -84,17 +85,17 @@ export class LockExplorer implements OnModuleInit {
     }
     // Transient providers have one instance per consumer.
     const instances = wrapper.isTransient
-      ? wrapper.getStaticTransientInstances().flatMap((perContext) => (perContext?.instance ? [perContext.instance] : []))
+      ? wrapper.getStaticTransientInstances().flatMap((perContext): unknown[] => (perContext?.instance ? [perContext.instance] : []))
       : [instance];
     for (const target of instances) {
       for (const methodName of methodNames) this.lockMethod(target as Record<string, unknown>, prototype, className, methodName);
     }
   }
 
-  private lockMethod(instance: Record<string, unknown>, prototype: object, className: string, methodName: string): void {
+  private lockMethod(instance: Record<string, unknown>, prototype: Record<string, unknown>, className: string, methodName: string): void {
     // The same object can be registered twice (useValue in two modules); lock it once.
     if (isLockedMethod(instance[methodName])) return;
-    const metadata = this.metadata.getWithLock(prototype[methodName as keyof typeof prototype])!;
+    const metadata = this.metadata.getWithLock(prototype[methodName])!;
     instance[methodName] = createLockedMethod(this.locks, metadata, {
       instance,
       methodName,

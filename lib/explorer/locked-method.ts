@@ -29,14 +29,14 @@ export function isLockedMethod(method: unknown): boolean {
  */
 export function createLockedMethod(locks: LockService, metadata: WithLockMetadata, target: LockedMethodTarget): Function {
   // Parameter names are read from it.
-  const original = (target.instance as Record<string, Function>)[target.methodName];
+  const original = (target.instance as Record<string, (this: unknown, ...args: unknown[]) => unknown>)[target.methodName];
   const keysFor = compileKeys(metadata, original, target);
   const returnsObservable =
     target.returnType === Observable || (typeof target.returnType === 'function' && target.returnType.prototype instanceof Observable);
 
   const locked = returnsObservable
     ? function (this: unknown, ...args: unknown[]): Observable<unknown> {
-        return lockedObservable(locks, () => keysFor(args), metadata.options, () => defer(() => original.apply(this, args)));
+        return lockedObservable(locks, () => keysFor(args), metadata.options, () => defer(() => original.apply(this, args) as Observable<unknown>));
       }
     : async function (this: unknown, ...args: unknown[]): Promise<unknown> {
         return lockedPromise(locks, keysFor(args), metadata.options, () => {

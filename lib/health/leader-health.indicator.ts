@@ -53,7 +53,7 @@ export class LeaderHealthIndicator {
     const details: LeaderHealthDetails = leadership
       ? { election, role: 'leader', term: leadership.term.toString(), since: leadership.since }
       : { election, role: 'follower' };
-    if (!leadership && options.requireLeader) return this.results.down(key, details) as LeaderHealthResult<Key>;
-    return this.results.up(key, details) as LeaderHealthResult<Key>;
+    if (!leadership && options.requireLeader) return this.results.down(key, details);
+    return this.results.up(key, details);
   }
 }

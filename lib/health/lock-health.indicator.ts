@@ -63,8 +63,8 @@ export class LockHealthIndicator {
     try {
       await withDeadline(this.locks.isLocked(HEALTH_PROBE_KEY), timeout, () => new Error(`no reply within ${timeout} ms`));
     } catch (error) {
-      return this.results.down(key, { ...base, latencyMs: latencyMs(), message: describeError(error) }) as LockHealthResult<Key>;
+      return this.results.down(key, { ...base, latencyMs: latencyMs(), message: describeError(error) });
     }
-    return this.results.up(key, { ...base, latencyMs: latencyMs() }) as LockHealthResult<Key>;
+    return this.results.up(key, { ...base, latencyMs: latencyMs() });
   }
 }

@@ -7,7 +7,7 @@ import { LockModuleMissingError, LockTimeoutError } from '../errors';
 import { contextLookup } from '../key-template/context-lookup';
 import { PlaceholderLookup, renderKeyTemplate } from '../key-template/render-key-template';
 import { LockService } from '../lock.service';
-import { httpRequest, httpResponse } from '../utils/context-args';
+import { httpRequest, httpResponse, type NodeResponseLike } from '../utils/context-args';
 import { describeLockError, LockErrorResponse } from './lock-error-response';
 import { lockedObservable } from './locked-call';
 import { loadOptionalPackage } from '../utils/optional-package';
@@ -139,7 +139,7 @@ export class LockInterceptor implements NestInterceptor {
 }
 
 /** The Node response under Express's (the same object) or Fastify's (`reply.raw`). */
-function rawResponse(context: ExecutionContext): { once?: (event: string, listener: () => void) => unknown; writableFinished?: boolean } | undefined {
+function rawResponse(context: ExecutionContext): NodeResponseLike | undefined {
   const response = httpResponse(context);
   return response?.raw ?? response;
 }

@@ -30,13 +30,15 @@ export class LeaderExplorer implements OnApplicationBootstrap, BeforeApplication
 
   onApplicationBootstrap(): void {
     for (const wrapper of this.discovery.getProviders()) {
-      const { instance } = wrapper;
+      const instance: unknown = wrapper.instance;
       if (!instance || typeof instance !== 'object' || wrapper.isAlias) continue;
-      const prototype = Object.getPrototypeOf(instance);
+      const prototype = Object.getPrototypeOf(instance) as Record<string, unknown> | null;
       if (!prototype) continue;
       const className = instance.constructor?.name ?? String(wrapper.name);
       for (const methodName of this.scanner.getAllMethodNames(prototype)) {
-        const metadata = this.reflector.get<OnLeaderMetadata | undefined>(ON_LEADER_METADATA, prototype[methodName]);
+        const method = prototype[methodName];
+        if (typeof method !== 'function') continue;
+        const metadata = this.reflector.get<OnLeaderMetadata | undefined>(ON_LEADER_METADATA, method);
         if (!metadata) continue;
         const where = `${className}.${methodName}`;
         if (!wrapper.isDependencyTreeStatic() || wrapper.isTransient) {

@@ -49,7 +49,7 @@ export interface LeadershipInit {
   ttl: number;
   grant: ElectionGrant;
   operationTimeout: number;
-  onEnd(leadership: Leadership): void;
+  onEnd: (leadership: Leadership) => void;
 }
 
 /** Pause before retrying a failed renewal, capped by the renew interval. */

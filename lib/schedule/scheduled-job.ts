@@ -18,7 +18,7 @@ export function scheduledJobOf(instance: object, methodName: string | symbol): S
 
 export function registerScheduledJob(instance: object, methodName: string | symbol, job: ScheduledJob): void {
   let byMethod = jobs.get(instance);
-  if (!byMethod) jobs.set(instance, (byMethod = new Map()));
+  if (!byMethod) jobs.set(instance, (byMethod = new Map<string | symbol, ScheduledJob>()));
   byMethod.set(methodName, job);
 }
 

@@ -10,6 +10,7 @@ import {
 /** Longest key accepted, in bytes of UTF-8. Keeps server keys and log lines bounded. */
 export const MAX_KEY_BYTES = 1024;
 const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
+// eslint-disable-next-line no-control-regex -- the range starts at NUL on purpose: any ASCII character
 const ASCII = /^[\x00-\x7f]+$/;
 const KNOWN_LOCK_OPTIONS: ReadonlySet<string> = new Set(['mode', 'permits', 'ttl', 'waitTimeout', 'renewInterval', 'maxHold', 'family', 'signal']);
 const LOCK_MODES: ReadonlySet<string> = new Set(['exclusive', 'read', 'write']);

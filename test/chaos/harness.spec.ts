@@ -121,7 +121,7 @@ describe('the fault proxy', () => {
     await new Promise((resolve) => echo.close(resolve));
   });
 
-  async function client(): Promise<{ socket: Socket; next(): Promise<string>; closed: Promise<string> }> {
+  async function client(): Promise<{ socket: Socket; next: () => Promise<string>; closed: Promise<string> }> {
     const socket = connect(proxy.port, '127.0.0.1');
     sockets.push(socket);
     const received: string[] = [];

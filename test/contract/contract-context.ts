@@ -20,7 +20,7 @@ export interface ContractContext {
   /** A raw backend on a new connection of this test's world. */
   connect(): BackendUnderTest;
   /** Registers something to close after the test (before the world's connections). */
-  defer(close: () => Promise<unknown> | unknown): void;
+  defer(close: () => unknown): void;
   /** A temp dir removed after the test. */
   tempDir(): string;
 }
@@ -30,7 +30,7 @@ const CLEANUP_TIMEOUT_MS = 15_000;
 export function useContractContext(factory: BackendFactory): ContractContext {
   let world: BackendWorld | undefined;
   let ns = '';
-  let cleanups: (() => Promise<unknown> | unknown)[] = [];
+  let cleanups: (() => unknown)[] = [];
 
   beforeEach(() => {
     world = factory.world();

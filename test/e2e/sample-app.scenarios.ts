@@ -28,7 +28,7 @@ export function describeSampleApp(backend: 'redis' | 'etcd', backendEnv: () => R
       const started = await Promise.allSettled(['a', 'b', 'c'].map((name) => startSample(`${backend}-${name}`, env)));
       apps = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
       const failed = started.find((result) => result.status === 'rejected');
-      if (failed) throw (failed as PromiseRejectedResult).reason;
+      if (failed) throw (failed).reason;
     }, 180_000);
 
     afterAll(async () => {

@@ -1,5 +1,4 @@
 import { Etcd3 } from 'etcd3';
-import type { LockGrant } from '../../lib/backends/lock-backend.interface';
 import { EtcdLockBackend } from '../../lib/backends/etcd/etcd-lock.backend';
 import { LockBackendError } from '../../lib/errors';
 import { startLocalEtcd, type LocalEtcdServer } from './local-etcd-server';

@@ -56,8 +56,8 @@ const TTL = 10_000;
 
 describe.each(['memory', 'redis', 'etcd'] as const)('lock names on %s (property-based)', (kind) => {
   const factory = BACKEND_FACTORIES[kind];
-  let connections: BackendUnderTest[] = [];
-  let services: LockService[] = [];
+  const connections: BackendUnderTest[] = [];
+  const services: LockService[] = [];
   let ns: string;
 
   beforeEach(() => {

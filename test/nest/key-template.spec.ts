@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/unbound-method -- methods are read here as values (metadata, parameter names), never called unbound */
 import { compileArgumentLookup } from '../../lib/key-template/argument-lookup';
 import { contextLookup, httpLookup, payloadLookup } from '../../lib/key-template/context-lookup';
 import { encodeKeyPart } from '../../lib/key-template/encode-key-part';
@@ -191,7 +192,6 @@ describe('method argument placeholders', () => {
     expect(readParameterNames(({ id }: { id: string }) => id)).toBeUndefined();
     expect(readParameterNames(Math.max)).toBeUndefined();
     expect(readParameterNames(Reports.prototype.generate.bind(null))).toBeUndefined();
-    // eslint-disable-next-line @typescript-eslint/no-unused-vars
     expect(readParameterNames(function (a /* comment */: unknown) { return a; })).toBeUndefined();
   });
 });

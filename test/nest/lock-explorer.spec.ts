@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/unbound-method -- methods are read here as values (metadata, parameter names), never called unbound */
 import { Controller, Get, INestApplication, Injectable, Module, Scope, SetMetadata } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { firstValueFrom, isObservable, Observable, of, Subscriber, toArray } from 'rxjs';
@@ -44,6 +45,7 @@ class ReportService {
   }
 
   @WithLock('order:<<order.id>>')
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars -- the template reads the parameter by its name
   async byOrder(order: { id: number }): Promise<string | undefined> {
     return this.locks.current()?.key;
   }
@@ -64,7 +66,6 @@ class ReportService {
   }
 
   @WithLock('feed:<<0>>')
-  // eslint-disable-next-line @typescript-eslint/explicit-module-boundary-types
   undeclared(_id: string) {
     return of(1);
   }

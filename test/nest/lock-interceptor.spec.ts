@@ -1,4 +1,5 @@
-import { Body, Controller, Get, Injectable, INestApplication, MessageEvent, Param, Post, Put, Req, Sse } from '@nestjs/common';
+/* eslint-disable @typescript-eslint/unbound-method -- methods are read here as values (metadata, parameter names), never called unbound */
+import { Body, Controller, Get, Injectable, INestApplication, MessageEvent, Param, Post, Put, Sse } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { get } from 'node:http';

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/unbound-method -- methods are read here as values (metadata, parameter names), never called unbound */
 import {
   ArgumentMetadata,
   ArgumentsHost,

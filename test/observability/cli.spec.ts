@@ -160,7 +160,7 @@ describe('CLI end to end (memory backend)', () => {
     const io = captureIo({ open });
     expect(await runCli(['inspect', '--redis', 'redis://unused:1', '--json', 'file:1'], io)).toBe(EXIT_OK);
     const parsed = JSON.parse(io.out()) as { holders: { fencingToken: string }[]; waiters: unknown[] };
-    expect(parsed.holders[0]!.fencingToken).toBe(lock.fencingToken.toString());
+    expect(parsed.holders[0].fencingToken).toBe(lock.fencingToken.toString());
     expect(parsed.waiters).toEqual([]);
     await lock.release();
   });
@@ -184,6 +184,7 @@ describe('CLI end to end (memory backend)', () => {
     };
     expect(await runCli(['watch', '--redis', 'redis://unused:1', '--interval', '100', 'file:7'], io)).toBe(EXIT_OK);
     expect(frames).toHaveLength(3);
+    // eslint-disable-next-line no-control-regex -- the frame must start with the ANSI clear-screen escape
     expect(frames[0]).toMatch(/^\u001b\[2J\u001b\[H/);
     expect(frames[0]).toContain('Every 100 ms: watching "file:7" (Ctrl-C to stop)');
     expect(frames[0]).toContain(': held');

@@ -54,10 +54,10 @@ describe('attachLockLogger', () => {
     const warnings = logger.lines.filter((line) => line.level === 'warn');
     const errors = logger.lines.filter((line) => line.level === 'error');
     expect(warnings.length).toBeGreaterThanOrEqual(1);
-    expect(warnings[0]!.message).toMatch(/^Lock "report:1" is at risk: a renewal failed \(.*ETIMEDOUT redis:\/\/\*\*\*@10\.0\.0\.7:6380.*\), \d+ ms of validity left/);
+    expect(warnings[0].message).toMatch(/^Lock "report:1" is at risk: a renewal failed \(.*ETIMEDOUT redis:\/\/\*\*\*@10\.0\.0\.7:6380.*\), \d+ ms of validity left/);
     expect(errors).toHaveLength(1);
-    expect(errors[0]!.message).toMatch(/^Lost lock "report:1" after holding it \d+ ms: .*Work guarded by it is no longer exclusive/);
-    expect(errors[0]!.context).toBe('DistributedLock');
+    expect(errors[0].message).toMatch(/^Lost lock "report:1" after holding it \d+ ms: .*Work guarded by it is no longer exclusive/);
+    expect(errors[0].context).toBe('DistributedLock');
     const levels = logger.lines.map((line) => line.level);
     expect(levels.indexOf('warn')).toBeLessThan(levels.indexOf('error'));
     expect(JSON.stringify(logger.lines)).not.toContain('s3cret');

@@ -30,7 +30,7 @@ describe('attachLockTracing', () => {
 
     const [span] = spans();
     expect(span).toBeDefined();
-    expect(span!.attributes).toMatchObject({
+    expect(span.attributes).toMatchObject({
       backend: 'memory',
       'lock.family': 'file',
       'lock.mode': 'write',
@@ -40,11 +40,11 @@ describe('attachLockTracing', () => {
       'lock.outcome': 'acquired',
       'lock.fencing_token': lock.fencingToken.toString(),
     });
-    expect(span!.attributes['lock.holder']).toMatch(/\/\d+\/api-1$/);
-    expect(span!.attributes['lock.wait_time_ms']).toBeGreaterThanOrEqual(0);
-    expect(span!.status.code).toBe(SpanStatusCode.UNSET);
+    expect(span.attributes['lock.holder']).toMatch(/\/\d+\/api-1$/);
+    expect(span.attributes['lock.wait_time_ms']).toBeGreaterThanOrEqual(0);
+    expect(span.status.code).toBe(SpanStatusCode.UNSET);
     // Nothing secret on the span: the owner token stays in the handle.
-    expect(JSON.stringify(span!.attributes)).not.toContain(lock.token);
+    expect(JSON.stringify(span.attributes)).not.toContain(lock.token);
     await lock.release();
     await locks.close();
   });
@@ -59,15 +59,15 @@ describe('attachLockTracing', () => {
     expect(await locks.tryAcquire('file:1')).toBeNull();
 
     const [timedOut, busy] = spans();
-    expect(timedOut!.attributes).toMatchObject({ 'lock.outcome': 'timeout', 'error.type': 'LockTimeoutError', 'lock.operation': 'acquire' });
-    expect(timedOut!.attributes['lock.wait_time_ms']).toBeGreaterThanOrEqual(90);
-    expect(timedOut!.status).toMatchObject({ code: SpanStatusCode.ERROR });
-    expect(timedOut!.status.message).toMatch(/did not become free within waitTimeout=100 ms/);
-    expect(timedOut!.events.map((event) => event.name)).toContain('exception');
+    expect(timedOut.attributes).toMatchObject({ 'lock.outcome': 'timeout', 'error.type': 'LockTimeoutError', 'lock.operation': 'acquire' });
+    expect(timedOut.attributes['lock.wait_time_ms']).toBeGreaterThanOrEqual(90);
+    expect(timedOut.status).toMatchObject({ code: SpanStatusCode.ERROR });
+    expect(timedOut.status.message).toMatch(/did not become free within waitTimeout=100 ms/);
+    expect(timedOut.events.map((event) => event.name)).toContain('exception');
 
-    expect(busy!.attributes).toMatchObject({ 'lock.outcome': 'busy', 'lock.operation': 'tryAcquire' });
-    expect(busy!.attributes['lock.fencing_token']).toBeUndefined();
-    expect(busy!.status.code).toBe(SpanStatusCode.UNSET);
+    expect(busy.attributes).toMatchObject({ 'lock.outcome': 'busy', 'lock.operation': 'tryAcquire' });
+    expect(busy.attributes['lock.fencing_token']).toBeUndefined();
+    expect(busy.status.code).toBe(SpanStatusCode.UNSET);
     await holder.release();
     await locks.close();
   });
@@ -80,10 +80,10 @@ describe('attachLockTracing', () => {
 
     await expect(locks.acquire('file:1')).rejects.toBeInstanceOf(LockBackendError);
     const [span] = spans();
-    expect(span!.attributes).toMatchObject({ 'lock.outcome': 'error', 'error.type': 'LockBackendError' });
-    expect(span!.status.code).toBe(SpanStatusCode.ERROR);
-    expect(span!.status.message).toContain('ECONNREFUSED');
-    expect(JSON.stringify([span!.status, span!.events])).not.toContain('s3cret');
+    expect(span.attributes).toMatchObject({ 'lock.outcome': 'error', 'error.type': 'LockBackendError' });
+    expect(span.status.code).toBe(SpanStatusCode.ERROR);
+    expect(span.status.message).toContain('ECONNREFUSED');
+    expect(JSON.stringify([span.status, span.events])).not.toContain('s3cret');
     await locks.close();
   });
 
@@ -92,8 +92,8 @@ describe('attachLockTracing', () => {
     const detach = attachLockTracing(locks, { tracerProvider, recordKeys: false });
     await (await locks.acquire('user:alice@example.com')).release();
     expect(spans()).toHaveLength(1);
-    expect(spans()[0]!.attributes['lock.key']).toBeUndefined();
-    expect(JSON.stringify(spans()[0]!.attributes)).not.toContain('alice');
+    expect(spans()[0].attributes['lock.key']).toBeUndefined();
+    expect(JSON.stringify(spans()[0].attributes)).not.toContain('alice');
 
     detach();
     await (await locks.acquire('user:bob')).release();

@@ -35,7 +35,7 @@ describe('Redis read/write locks and semaphores', () => {
   let server: LocalRedisServer;
   let admin: Redis;
   let ns: string;
-  let opened: { locks: LockService; client: Redis }[] = [];
+  const opened: { locks: LockService; client: Redis }[] = [];
 
   beforeAll(async () => {
     server = await startLocalRedis();

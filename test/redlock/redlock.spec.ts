@@ -22,7 +22,7 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
   let ns: string;
   const killed = new Set<number>();
   const opened: { close(): Promise<unknown> }[] = [];
-  let clients: Redis[] = [];
+  const clients: Redis[] = [];
 
   beforeAll(async () => {
     servers = await Promise.all(Array.from({ length: count }, () => startRedis()));
@@ -45,7 +45,12 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     killed.clear();
     await eventually(async () => clients.every((client) => client.status === 'ready' || client.status === 'end'), 10_000);
     for (const resource of opened.splice(0).reverse()) await resource.close();
-    await Promise.all(clients.splice(0).map((client) => (client.status === 'ready' ? client.quit() : client.disconnect())));
+    await Promise.all(
+      clients.splice(0).map(async (client) => {
+        if (client.status === 'ready') await client.quit();
+        else client.disconnect();
+      }),
+    );
   });
 
   /** A client that reconnects every 100 ms, so it is back soon after its instance restarted. */

@@ -273,8 +273,8 @@ describe('@ScheduledLock input checks', () => {
       jest.doMock('@nestjs/schedule', () => {
         throw Object.assign(new Error("Cannot find module '@nestjs/schedule'"), { code: 'MODULE_NOT_FOUND' });
       });
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
       const { jobTimingOf } =
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
         require('../../lib/schedule/job-timing') as typeof import('../../lib/schedule/job-timing');
       expect(() => jobTimingOf(() => undefined, 'job', 'Jobs.run')).toThrow(
         expect.objectContaining({

@@ -24,7 +24,7 @@ export type NodeRedisKind = 'redis-node' | 'redis-node-resp3';
 /** One backend instance plus what must be closed after it: the backend, then the client the test created. */
 export interface BackendUnderTest {
   readonly backend: LockBackend;
-  close(): Promise<void>;
+  close: () => Promise<void>;
 }
 
 /**
@@ -55,7 +55,7 @@ export interface BackendFactory {
   create(): Promise<BackendUnderTest>;
   world(): BackendWorld;
   /** A backend aimed at a loopback port where nothing listens. */
-  unreachable?(): Promise<BackendUnderTest & { port: number }>;
+  unreachable?: () => Promise<BackendUnderTest & { port: number }>;
   /**
    * Ways the lock can vanish on the server without the holder's backend doing anything, done with a raw client
    * the way an operator or a lease expiry would (no wake-up message, no backend code involved).

@@ -155,7 +155,7 @@ function cluster(members: EtcdClusterMember[], plans: MemberPlan[]): TestEtcdClu
     endpoints: members.map((member) => member.endpoint),
     async leader() {
       const statuses = await Promise.all(
-        members.map((member) => (member.isRunning() ? memberStatus(member.port).catch(() => undefined) : undefined)),
+        members.map((member) => (member.isRunning() ? memberStatus(member.port).catch(() => undefined) : Promise.resolve(undefined))),
       );
       const leaderId = statuses.find((status) => status && status.leader !== '0')?.leader;
       const index = statuses.findIndex((status) => status !== undefined && status.header.member_id === leaderId);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import Redis, { Cluster } from 'ioredis';
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import { RedisLockBackend, type RedisLockBackendTuning } from '../../lib/backends/redis/redis-lock.backend';
-import type { BackendFactory, BackendKind, BackendUnderTest, BackendWorld } from './backends';
+import type { BackendFactory, BackendUnderTest, BackendWorld } from './backends';
 import { freeTestPorts } from './free-port';
 import { pingRedis } from './redis-server';
 import { findBinary, ServerExitedError, SpawnedServer, spawnServer, stopServer, waitUntilReady } from './server-process';
@@ -108,7 +108,7 @@ export function redisClusterFactory(cluster: () => TestRedisCluster): BackendFac
     };
   };
   return {
-    name: 'redis-cluster' as BackendKind,
+    name: 'redis-cluster',
     crossProcess: true,
     fair: false,
     hasServer: true,
@@ -173,7 +173,7 @@ async function waitForClusterOk(node: Node): Promise<void> {
       node.server,
       `cluster state ok on 127.0.0.1:${node.port}`,
       async () => {
-        const info = (await client.cluster('INFO')) as string;
+        const info = (await client.cluster('INFO'));
         return /cluster_state:ok/.test(info) && /cluster_slots_ok:16384/.test(info);
       },
       READY_TIMEOUT_MS,

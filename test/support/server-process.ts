@@ -75,8 +75,8 @@ export function spawnServer(binary: string, args: string[]): SpawnedServer {
   const collect = (chunk: Buffer) => {
     tail = (tail + chunk.toString('utf8')).slice(-4000);
   };
-  child.stdout!.on('data', collect);
-  child.stderr!.on('data', collect);
+  child.stdout.on('data', collect);
+  child.stderr.on('data', collect);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.once('exit', (code, signal) => resolve({ code, signal }));
     child.once('error', (error) => {

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/prefer-promise-reject-errors -- node-zookeeper-client's Exception inherits Error at runtime; its @types omit that */
 /**
  * Rough figures on a local ZooKeeper 3.8 (not a test; prints them): uncontended tryAcquire + release per second
  * from one sequential caller, beside the raw limit (node-zookeeper-client create of an ephemeral sequential node +

@@ -21,9 +21,9 @@ const ROOT = join(__dirname, '..', '..');
 
 describe('ZooKeeperLockBackend sessions', () => {
   let server: TestZooKeeperServer;
-  const cleanups: (() => Promise<unknown> | unknown)[] = [];
+  const cleanups: (() => unknown)[] = [];
 
-  const defer = <T extends { close(): Promise<unknown> | unknown }>(resource: T): T => {
+  const defer = <T extends { close(): unknown }>(resource: T): T => {
     cleanups.push(() => resource.close());
     return resource;
   };

@@ -1,7 +1,9 @@
+/* eslint-disable @typescript-eslint/prefer-promise-reject-errors -- node-zookeeper-client's Exception inherits Error at runtime; its @types omit that */
 import { randomUUID } from 'node:crypto';
 import { Client, createClient, Stat } from 'node-zookeeper-client';
 import { containSocketHandlerErrors } from '../../lib/backends/zookeeper/owned-client';
 import type { AcquireRequest, HeldLock, LockGrant } from '../../lib/backends/lock-backend.interface';
+// `reject(error)` below: node-zookeeper-client's Exception inherits Error at runtime; its @types omit that.
 import type { ZooKeeperLockState } from '../../lib/backends/zookeeper/zookeeper-lock-state';
 import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper-lock.backend';
 import { ALL_MARKERS, lockPath, sortContenders } from '../../lib/backends/zookeeper/zookeeper-node-layout';

@@ -1,6 +1,5 @@
 import type { AcquireRequest, LockGrant } from '../lock-backend.interface';
 import { LockBackendError } from '../../errors';
-import { monotonicNow } from '../../utils/clock';
 import { delay } from '../shared/abort';
 import type { WakeReason } from './etcd-deletion-watch';
 import { contenderValue } from './etcd-key-layout';

@@ -25,7 +25,7 @@ export class EtcdHeldLocks {
   ) {}
 
   async extendMany(items: readonly { lock: HeldLock; ttl: number }[]): Promise<(number | null | Error)[]> {
-    const results: (number | null | Error)[] = new Array(items.length);
+    const results = new Array<number | null | Error>(items.length);
     const batch: Renewal[] = [];
     const singles: Promise<void>[] = [];
     items.forEach(({ lock, ttl }, index) => {

@@ -68,7 +68,7 @@ function keepAliveStream(leases: LeaseClient, leaseIds: readonly string[], timeo
         const answers = new Map<string, number>();
         let settled = false;
         // Listeners stay attached after settling: a late 'error' (deadline, reset) must not go unhandled.
-        const finish = (error?: unknown) => {
+        const finish = (error?: Error) => {
           if (settled) return;
           settled = true;
           if (error) reject(error);

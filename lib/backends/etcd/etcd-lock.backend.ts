@@ -59,7 +59,7 @@ export class EtcdLockBackend implements LockBackend {
       this.address = describeHosts((this.client as unknown as { options?: EtcdConnectionOptions }).options?.hosts);
     } else {
       const { Etcd3: Client } = loadOptionalPackage<typeof import('etcd3')>('etcd3', 'The etcd backend');
-      this.client = new Client(options as ConstructorParameters<typeof Client>[0]);
+      this.client = new Client(options);
       this.ownsClient = true;
       this.address = describeHosts(options.hosts);
     }
@@ -136,7 +136,7 @@ export class EtcdLockBackend implements LockBackend {
               ...(info.holder !== undefined && { holder: info.holder }),
               ...(semaphoreRange && info.permits !== undefined && { permits: info.permits }),
               ...(info.since !== undefined && { since: info.since }),
-            } as InspectedEntry,
+            },
           };
         });
       const lockEntries = entries(lock, false);

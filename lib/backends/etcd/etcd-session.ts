@@ -115,7 +115,7 @@ export class EtcdSession {
   leave(name: string): void {
     this.names.delete(name);
     if (this.names.size === 0) this.idleSince = monotonicNow();
-    if (this.names.size === 0 && this.closedForJoins) this.retire();
+    if (this.names.size === 0 && this.closedForJoins) void this.retire(); // never rejects; owner.background tracks it
   }
 
   /** The lease is gone: every key on it went with it. Waiters wake; holders learn it at their next renewal. */

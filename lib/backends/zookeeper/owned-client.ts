@@ -22,7 +22,8 @@ interface ConnectionManagerInternals {
   connectTimeoutHandler?: NodeJS.Timeout | null;
   setState(state: number): void;
   onSocketConnected(): void;
-  onSocketData(buffer: Buffer): void;
+  // A function property: we save and call the client's own handler with its manager as `this`.
+  onSocketData: (this: ConnectionManagerInternals, buffer: Buffer) => void;
   on(event: 'state', listener: () => void): void;
   removeListener(event: 'state', listener: () => void): void;
 }

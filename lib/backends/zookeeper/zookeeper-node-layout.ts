@@ -57,6 +57,7 @@ const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
  * so every character outside the BMP, the private-use area, U+FFF0-U+FFFF), plus `/` (it would split the
  * key into two path segments) and `%` (our escape character, so decoding is one-to-one).
  */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what gets percent-encoded
 const NEEDS_ENCODING = /[%/\u0000-\u001f\u007f-\u009f\u{e000}-\u{f8ff}\u{fff0}-\u{10ffff}]/gu;
 
 /**

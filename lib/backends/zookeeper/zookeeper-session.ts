@@ -226,6 +226,7 @@ export class ZooKeeperSession {
           if (settled) return;
           settled = true;
           outstanding.delete(fail);
+          // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- node-zookeeper-client's Exception inherits Error at runtime; its @types omit that
           if (error) reject(error);
           else resolve(value as T);
         });

@@ -8,7 +8,6 @@ import { EtcdLockClient, toEtcdBackendError } from '../../backends/etcd/etcd-loc
 import { asEtcdLockState } from '../../backends/etcd/etcd-lock-state';
 import { bytes, createRevisionIs, prefixRange, SORT_ASCEND, SORT_BY_CREATE } from '../../backends/etcd/etcd-requests';
 import { delay } from '../../backends/shared/abort';
-import { monotonicNow } from '../../utils/clock';
 import type { CampaignRequest, ElectionBackend, ElectionGrant, LeaderInfo } from '../election-backend.interface';
 
 /** Consecutive failed reads after which observe() gives up and errors (about 8 s of backoff). */

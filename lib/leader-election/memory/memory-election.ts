@@ -117,6 +117,7 @@ export class MemoryElection implements ElectionBackend {
     if (signal.aborted) return Promise.reject(signal.reason);
     const id = electionId(request.namespace, request.name);
     return new Promise<ElectionGrant>((resolve, reject) => {
+      // eslint-disable-next-line prefer-const -- assigned after the closures below that read it are created
       let contender: Contender | undefined;
       let leading = false;
       const onAbort = () => {

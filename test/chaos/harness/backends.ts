@@ -28,6 +28,7 @@ export function connectChaosBackend(kind: ChaosBackendKind, address: string): Ba
       return connectBackend('redlock', address);
     case 'zookeeper': {
       const { connectZooKeeperBackend } =
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
         require('../../zookeeper/zookeeper-contract-factory') as typeof import('../../zookeeper/zookeeper-contract-factory');
       return connectZooKeeperBackend(address);
     }

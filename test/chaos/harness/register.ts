@@ -11,7 +11,7 @@ import {
 } from './register-protocol';
 import { TS_REGISTER } from './paths';
 
-type Pending = { resolve(reply: RegisterReply): void; reject(error: Error): void };
+type Pending = { resolve: (reply: RegisterReply) => void; reject: (error: Error) => void };
 type Operation = RegisterRequest extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
 
 /** The outcome of a read or a write: refused as stale, or done (with the value for a read). */

@@ -6,14 +6,14 @@ import { killAllChaosWorkers } from './workers';
  * whatever happened; workers are resumed and killed first, so none is left behind stopped.
  */
 export class Scope {
-  private readonly closers: (() => Promise<unknown> | unknown)[] = [];
+  private readonly closers: (() => unknown)[] = [];
 
-  defer<T extends { stop(): Promise<unknown> } | { close(): Promise<unknown> | unknown }>(resource: T): T {
+  defer<T extends { stop(): Promise<unknown> } | { close(): unknown }>(resource: T): T {
     this.closers.push(() => ('stop' in resource ? resource.stop() : resource.close()));
     return resource;
   }
 
-  onClose(close: () => Promise<unknown> | unknown): void {
+  onClose(close: () => unknown): void {
     this.closers.push(close);
   }
 

@@ -14,12 +14,12 @@ export async function pollUntil<T>(what: string, probe: () => Promise<T> | T, ti
   for (;;) {
     try {
       const value = await probe();
-      if (value) return value as NonNullable<T>;
+      if (value) return value;
     } catch (error) {
       lastError = error;
     }
     if (performance.now() > deadline) {
-      throw new Error(`${what} did not happen within ${timeoutMs} ms${lastError ? ` (last error: ${String(lastError)})` : ''}`);
+      throw new Error(`${what} did not happen within ${timeoutMs} ms${lastError ? ` (last error: ${lastError instanceof Error ? String(lastError) : JSON.stringify(lastError)})` : ''}`);
     }
     await sleep(everyMs);
   }

@@ -112,8 +112,8 @@ function startEtcdctl(scope: Scope, binary: string, endpoint: string, args: stri
     lines.push(...parts);
     for (const listener of [...listeners]) listener();
   };
-  child.stdout!.on('data', collect);
-  child.stderr!.on('data', collect);
+  child.stdout.on('data', collect);
+  child.stderr.on('data', collect);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );

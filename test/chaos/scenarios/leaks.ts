@@ -100,7 +100,7 @@ async function serverLeftovers(target: ChaosTarget, keyPrefix: string): Promise<
       );
       const channels = (await admin.pubsub('CHANNELS', `${keyPrefix}:*`)) as string[];
       // Fencing counters stay on purpose (they keep tokens increasing); anything else is lock state.
-      const lockKeys = async () => ((await admin.keys(`${keyPrefix}:*`)) as string[]).filter((key) => !key.endsWith(':fence')).length;
+      const lockKeys = async () => ((await admin.keys(`${keyPrefix}:*`))).filter((key) => !key.endsWith(':fence')).length;
       const atClose = await lockKeys();
       // Waiters' entries (writer intents, queue entries) expire on their own within the waiter ttl (5 s).
       const later = atClose === 0 ? 0 : await pollUntil('lock keys to expire', async () => ((await lockKeys()) === 0 ? 'gone' : undefined), 10_000).then(() => 0, lockKeys);
@@ -126,7 +126,9 @@ async function serverLeftovers(target: ChaosTarget, keyPrefix: string): Promise<
     }
   }
   if (target.kind === 'zookeeper') {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { AdminClient } = require('../../zookeeper/zookeeper-spec-helpers') as typeof import('../../zookeeper/zookeeper-spec-helpers');
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { namespacePath } = require('../../../lib/backends/zookeeper/zookeeper-node-layout') as typeof import('../../../lib/backends/zookeeper/zookeeper-node-layout');
     const admin = await AdminClient.connect(target.address);
     try {

@@ -73,7 +73,7 @@ export async function redlockScenario(profile: ChaosProfileName): Promise<Scenar
       failedAfter,
     });
     const survivor = adminRedis(masters[2].url);
-    const stray = ((await survivor.keys(`${keyPrefix}:*`)) as string[]).filter((key) => !key.endsWith(':fence'));
+    const stray = ((await survivor.keys(`${keyPrefix}:*`))).filter((key) => !key.endsWith(':fence'));
     await survivor.stop();
     checks.that('no stray lock keys on the surviving master', stray.length === 0, stray);
     return {

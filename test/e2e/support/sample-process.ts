@@ -46,15 +46,15 @@ export async function startSample(name: string, env: Record<string, string>, sta
       child.kill('SIGKILL');
       reject(new Error(`${error.message}. Output:\n${output}`));
     }
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
     child.once('exit', onExit);
     child.once('error', fail);
   });
   child.removeAllListeners('exit');
   // Keep draining the pipes, or a chatty child would block on a full pipe.
-  child.stdout!.resume();
-  child.stderr!.resume();
+  child.stdout.resume();
+  child.stderr.resume();
   return {
     name,
     url,
