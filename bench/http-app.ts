@@ -60,7 +60,7 @@ function controllersFromEnv(): Type[] {
   throw new Error(`ROUTE_ORDER must be plain-first or locked-first, got "${order}"`);
 }
 
-function backendFromEnv(): { backend: LockBackend; close(): Promise<unknown> } {
+function backendFromEnv(): { backend: LockBackend; close: () => Promise<unknown> } {
   const kind = process.env.LOCK_BACKEND ?? 'memory';
   if (kind === 'memory') return { backend: new MemoryLockBackend(), close: async () => undefined };
   if (kind === 'redis') {
@@ -84,12 +84,12 @@ function appModule(backend: LockBackend): DynamicModule {
 
 async function main(): Promise<void> {
   const port = Number(process.env.PORT ?? 3000);
-  const { backend, close } = backendFromEnv();
+  const { backend, close: closeBackend } = backendFromEnv();
   const app = await NestFactory.create(appModule(backend), { logger: ['error'] });
   await app.listen(port, '127.0.0.1');
   const stop = async () => {
     await app.close();
-    await close();
+    await closeBackend();
     process.exit(0);
   };
   process.once('SIGTERM', () => void stop());

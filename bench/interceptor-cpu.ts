@@ -23,6 +23,7 @@ const passThrough: NestInterceptor = { intercept: (_context, next) => next.handl
 function contextFor(id: string): ExecutionContext {
   const args = [{ params: { id }, headers: {} }, { writableFinished: false, once: () => undefined }, undefined];
   return {
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- the handler as a value, as Nest's getHandler() gives it
     getHandler: () => Target.prototype.locked,
     getClass: () => Target,
     getType: () => 'http',

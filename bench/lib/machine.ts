@@ -42,7 +42,7 @@ function firstLine(binary: string, args: string[]): string {
 
 function packageVersion(name: string): string {
   try {
-    return JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')).version;
+    return (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
   } catch {
     return 'not installed';
   }
@@ -50,7 +50,7 @@ function packageVersion(name: string): string {
 
 export function describeMachine(): MachineInfo {
   const processors = cpus();
-  const ours = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+  const ours = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
   return {
     date: new Date().toISOString(),
     cpu: processors[0]?.model ?? 'unknown',

@@ -43,7 +43,7 @@ export async function inRounds<State>(specs: readonly AdapterSpec[], plan: Round
       }
     }
   } finally {
-    await Promise.all(entrants.map((entrant) => (entrant.state === undefined ? undefined : plan.close(entrant.state).catch(() => undefined))));
+    await Promise.all(entrants.map((entrant) => (entrant.state === undefined ? Promise.resolve() : plan.close(entrant.state).catch(() => undefined))));
   }
   return entrants;
 }

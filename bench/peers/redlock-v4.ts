@@ -16,7 +16,7 @@ type RedlockV4Constructor = new (
 
 // redlock@4 ships no types; require() keeps the untyped module out of the type checker.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const Redlock: RedlockV4Constructor = require('redlock');
+const Redlock = require('redlock') as RedlockV4Constructor;
 
 /** Its defaults (200 ms ± 100 ms), with retryCount -1 = retry forever, so contenders wait like ours do. */
 const SETTINGS = { retryCount: -1, retryDelay: 200, retryJitter: 100, driftFactor: 0.01 };

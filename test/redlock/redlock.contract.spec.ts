@@ -1,7 +1,7 @@
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import Redis from 'ioredis';
 import { describeLockContract } from '../contract/lock-contract';
-import type { BackendFactory, BackendKind, BackendUnderTest, BackendWorld } from '../support/backends';
+import type { BackendFactory, BackendUnderTest, BackendWorld } from '../support/backends';
 import { freeTestPorts } from '../support/free-port';
 import { startRedis, type TestRedisServer } from '../support/redis-server';
 import { connectRedlockBackend, type RedlockClientKind } from './redlock-support';
@@ -39,7 +39,7 @@ function world(clientKind: RedlockClientKind): BackendWorld {
 
 /** One factory per client package of the instances' clients: ioredis, node-redis. */
 const redlockFactory = (clientKind: RedlockClientKind): BackendFactory => ({
-  name: (clientKind === 'ioredis' ? 'redlock' : 'redlock-node') as BackendKind,
+  name: clientKind === 'ioredis' ? 'redlock' : 'redlock-node',
   backendKind: 'redlock',
   crossProcess: true,
   // Waiters race when woken, as on a single Redis.

@@ -26,6 +26,7 @@ export interface IoRedisLockClient extends ScriptRunner {
    * Used once per backend, lazily, for the shared subscriber connection.
    * `Redis.duplicate(options)`, or `Cluster.duplicate(startupNodes, clusterOptions)`.
    */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the clients' own signatures; unknown[] would reject ioredis's and node-redis's methods
   duplicate(...args: any[]): RedisConnection;
 }
 
@@ -75,7 +76,9 @@ export interface RedisConnection {
   readonly status: string;
   subscribe(...channels: string[]): Promise<unknown>;
   unsubscribe(...channels: string[]): Promise<unknown>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the clients' own signatures; unknown[] would reject ioredis's and node-redis's methods
   on(event: string, listener: (...args: any[]) => void): unknown;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the clients' own signatures; unknown[] would reject ioredis's and node-redis's methods
   once(event: string, listener: (...args: any[]) => void): unknown;
   quit(): Promise<unknown>;
   disconnect(): void;

@@ -80,6 +80,7 @@ export function redisSemaphoreKeys(namespace: string, key: string): RedisSemapho
 
 // Braces would change the hash tag; `%` is our escape character; control characters (C0, DEL, C1) would
 // make keys unreadable in redis-cli and logs. Everything else, including non-ASCII text, stays as it is.
+// eslint-disable-next-line no-control-regex -- control characters are exactly what gets percent-encoded
 const NEEDS_ENCODING = /[%{}\u0000-\u001f\u007f-\u009f]/g;
 
 /** Percent-encodes (as UTF-8, like encodeURIComponent) the characters listed above. */

@@ -98,7 +98,9 @@ export class RedlockBackend implements LockBackend {
 
   constructor(options: RedlockBackendOptions) {
     const clients = options?.clients;
-    if (!Array.isArray(clients) || clients.length === 0) {
+    // A typed copy: Array.isArray narrows a readonly array to any[].
+    const given: unknown = clients;
+    if (!Array.isArray(given) || clients.length === 0) {
       throw new TypeError('RedlockBackend needs { clients: [redis1, redis2, redis3] }: ioredis or node-redis clients of independent Redis masters.');
     }
     this.instances = clients.map((client) => new RedlockInstance(client));
