@@ -18,7 +18,10 @@ export default tseslint.config(
       ],
       // Abortable waits reject with the caller's `signal.reason` (typed any) untouched, as fetch and timers/promises do,
       // and forward caught `unknown` errors as they came; a rejection with a known non-Error type is still reported.
-      '@typescript-eslint/prefer-promise-reject-errors': ['error', { allowThrowingAny: true, allowThrowingUnknown: true }],
+      '@typescript-eslint/prefer-promise-reject-errors': [
+        'error',
+        { allowThrowingAny: true, allowThrowingUnknown: true },
+      ],
       // `async` on a method that implements a Promise-returning contract is deliberate even without an await:
       // it turns a synchronous throw into a rejection, which callers of the contract rely on.
       '@typescript-eslint/require-await': 'off',

@@ -8,7 +8,19 @@
  * Ids are random per request, so the locked route is uncontended: the difference is the lock's own cost.
  */
 import 'reflect-metadata';
-import { CallHandler, Controller, DynamicModule, ExecutionContext, Get, Injectable, Module, NestInterceptor, Param, Type, UseInterceptors } from '@nestjs/common';
+import {
+  CallHandler,
+  Controller,
+  DynamicModule,
+  ExecutionContext,
+  Get,
+  Injectable,
+  Module,
+  NestInterceptor,
+  Param,
+  Type,
+  UseInterceptors,
+} from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
@@ -77,7 +89,13 @@ function appModule(backend: LockBackend): DynamicModule {
   class BenchAppModule {}
   return {
     module: BenchAppModule,
-    imports: [DistributedLockModule.forRoot({ backend, keyPrefix: 'bench-http', defaults: { ttl: 10_000, waitTimeout: 5_000 } })],
+    imports: [
+      DistributedLockModule.forRoot({
+        backend,
+        keyPrefix: 'bench-http',
+        defaults: { ttl: 10_000, waitTimeout: 5_000 },
+      }),
+    ],
     controllers: controllersFromEnv(),
   };
 }

@@ -55,13 +55,16 @@ async function round(interceptor: NestInterceptor, calls: number, inFlight: numb
     while (next < calls) {
       const id = String(next++);
       await new Promise<void>((resolve, reject) =>
-        (interceptor.intercept(contextFor(id), handler) as Observable<unknown>).subscribe({ complete: resolve, error: reject }),
+        (interceptor.intercept(contextFor(id), handler) as Observable<unknown>).subscribe({
+          complete: resolve,
+          error: reject,
+        }),
       );
     }
   };
   await Promise.all(Array.from({ length: inFlight }, lane));
   const used = process.cpuUsage(start);
-  return ((used.user + used.system) / calls);
+  return (used.user + used.system) / calls;
 }
 
 function median(values: number[]): number {
@@ -84,7 +87,10 @@ async function main(): Promise<void> {
   const calls = Number(process.argv[2] ?? 20_000);
   const rounds = Number(process.argv[3] ?? 10);
   const service = new LockService(new MemoryLockBackend(), { defaults: { ttl: 10_000, waitTimeout: 5_000 } });
-  const variants: [string, NestInterceptor][] = [['pass-through', passThrough], ['@WithLock', new LockInterceptor(service, new Reflector())]];
+  const variants: [string, NestInterceptor][] = [
+    ['pass-through', passThrough],
+    ['@WithLock', new LockInterceptor(service, new Reflector())],
+  ];
   const baseline = baselineInterceptor();
   if (baseline) variants.push(['@WithLock (baseline)', baseline]);
   // Warm all up; the locked ones turn AsyncLocalStorage's promise hooks on, for every variant from then on.
@@ -98,7 +104,8 @@ async function main(): Promise<void> {
     }
   }
   await service.close();
-  const show = (values: number[]) => `${median(values).toFixed(2)} (${Math.min(...values).toFixed(2)}-${Math.max(...values).toFixed(2)})`;
+  const show = (values: number[]) =>
+    `${median(values).toFixed(2)} (${Math.min(...values).toFixed(2)}-${Math.max(...values).toFixed(2)})`;
   console.log(`CPU µs per call, median (range) over ${rounds} rounds of ${calls} calls, 16 in flight:`);
   for (const [index, [name]] of variants.entries()) {
     const over = costs[index].map((cost, round) => cost - costs[0][round]);

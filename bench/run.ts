@@ -39,11 +39,26 @@ interface Settings {
 }
 
 /** Scenario 6's rows, side by side: our Redis configurations and the Redis peers, then etcd. */
-const CROSS_PROCESS_SPECS = [oursRedis, oursRedisFifo, redisSemaphore, redlockV4, oursRedlockOneMaster, oursEtcd, etcd3Lock];
+const CROSS_PROCESS_SPECS = [
+  oursRedis,
+  oursRedisFifo,
+  redisSemaphore,
+  redlockV4,
+  oursRedlockOneMaster,
+  oursEtcd,
+  etcd3Lock,
+];
 
 const FULL: Settings = {
   uncontended: { durationMs: 3_000, rounds: 12, warmupMs: 300 },
-  hotKey: { durationMs: 2_500, maxGrants: 50_000, inProcess: [2, 16, 64], processes: 4, contendersPerProcess: 4, thinkMs: 1 },
+  hotKey: {
+    durationMs: 2_500,
+    maxGrants: 50_000,
+    inProcess: [2, 16, 64],
+    processes: 4,
+    contendersPerProcess: 4,
+    thinkMs: 1,
+  },
   manyKeys: { durationMs: 2_400, rounds: 3, keys: 1_000, workers: 64 },
   renewing: { locks: 10_000, windowMs: 5_000, ttlMs: 3_000, concurrency: 200 },
   http: { durationSeconds: 2, warmupSeconds: 2, connections: 16, rounds: { memory: 14, redis: 10 } },
@@ -80,10 +95,14 @@ function parseOptions(argv: readonly string[]): Options {
     else if (argument.startsWith('--only=')) {
       only = argument.slice('--only='.length).split(',') as Scenario[];
       const unknown = only.filter((name) => !SCENARIOS.includes(name));
-      if (unknown.length) throw new Error(`unknown scenario(s) ${unknown.join(', ')}; choose from ${SCENARIOS.join(', ')}`);
+      if (unknown.length)
+        throw new Error(`unknown scenario(s) ${unknown.join(', ')}; choose from ${SCENARIOS.join(', ')}`);
     } else if (argument.startsWith('--stores=')) stores = argument.slice('--stores='.length).split(',');
     else if (argument.startsWith('--out=')) out = argument.slice('--out='.length);
-    else throw new Error(`unknown argument ${argument}. Usage: ${COMMAND} [--quick] [--only=${SCENARIOS.join(',')}] [--out=file]`);
+    else
+      throw new Error(
+        `unknown argument ${argument}. Usage: ${COMMAND} [--quick] [--only=${SCENARIOS.join(',')}] [--out=file]`,
+      );
   }
   const partial = quick || only.length < SCENARIOS.length || stores.length < 2;
   return { quick, only, stores, out: out ?? (partial ? undefined : join(__dirname, 'RESULTS.md')) };
@@ -97,12 +116,21 @@ async function main(): Promise<void> {
   const sections: Section[] = [];
   const results: Results = {};
   if (machine.loadAtStart[0] > machine.cores / 2) {
-    console.warn(`warning: load average ${describeLoad(machine.loadAtStart)} on ${machine.cores} cores; other work will skew the figures.`);
+    console.warn(
+      `warning: load average ${describeLoad(machine.loadAtStart)} on ${machine.cores} cores; other work will skew the figures.`,
+    );
   }
   const adapters = ALL_ADAPTERS.filter((spec) => options.stores.includes(spec.store));
   const servers = await BenchServers.start();
-  console.log(`bench: redis-server ${servers.redis.url}, etcd ${servers.etcd.endpoint}${options.quick ? ' (quick)' : ''}\n`);
-  const step = async <T>(name: Scenario, heading: string, run: () => Promise<{ section: Section; rows: T }>, keep: (rows: T) => void) => {
+  console.log(
+    `bench: redis-server ${servers.redis.url}, etcd ${servers.etcd.endpoint}${options.quick ? ' (quick)' : ''}\n`,
+  );
+  const step = async <T>(
+    name: Scenario,
+    heading: string,
+    run: () => Promise<{ section: Section; rows: T }>,
+    keep: (rows: T) => void,
+  ) => {
     if (!options.only.includes(name)) return;
     const started = performance.now();
     try {
@@ -116,11 +144,51 @@ async function main(): Promise<void> {
     console.log(`(${name}: ${((performance.now() - started) / 1000).toFixed(1)} s)\n`);
   };
   try {
-    await step('uncontended', '1. Uncontended', () => uncontended(servers, adapters, settings.uncontended), (rows) => (results.uncontended = rows));
-    await step('hot-key', '2. One hot key', () => hotKey(servers, adapters.filter((spec) => spec.waits), settings.hotKey), (rows) => (results.hotKey = rows));
-    await step('many-keys', '3. Many keys', () => manyKeys(servers, adapters.filter((spec) => spec.waits), settings.manyKeys), (rows) => (results.manyKeys = rows));
-    await step('renewing', '4. Held locks renewing', () => renewing(servers, adapters.filter((spec) => spec.renews), settings.renewing), (rows) => (results.renewing = rows));
-    await step('http', '5. HTTP', () => http(servers, settings.http), (rows) => (results.http = rows));
+    await step(
+      'uncontended',
+      '1. Uncontended',
+      () => uncontended(servers, adapters, settings.uncontended),
+      (rows) => (results.uncontended = rows),
+    );
+    await step(
+      'hot-key',
+      '2. One hot key',
+      () =>
+        hotKey(
+          servers,
+          adapters.filter((spec) => spec.waits),
+          settings.hotKey,
+        ),
+      (rows) => (results.hotKey = rows),
+    );
+    await step(
+      'many-keys',
+      '3. Many keys',
+      () =>
+        manyKeys(
+          servers,
+          adapters.filter((spec) => spec.waits),
+          settings.manyKeys,
+        ),
+      (rows) => (results.manyKeys = rows),
+    );
+    await step(
+      'renewing',
+      '4. Held locks renewing',
+      () =>
+        renewing(
+          servers,
+          adapters.filter((spec) => spec.renews),
+          settings.renewing,
+        ),
+      (rows) => (results.renewing = rows),
+    );
+    await step(
+      'http',
+      '5. HTTP',
+      () => http(servers, settings.http),
+      (rows) => (results.http = rows),
+    );
     await step(
       'xproc',
       '6. Cross-process contention',
@@ -140,7 +208,14 @@ async function main(): Promise<void> {
   }
 }
 
-function report(machine: MachineInfo, loadAtEnd: readonly number[], options: Options, seconds: number, summary: Section, sections: Section[]): string {
+function report(
+  machine: MachineInfo,
+  loadAtEnd: readonly number[],
+  options: Options,
+  seconds: number,
+  summary: Section,
+  sections: Section[],
+): string {
   const versions = renderTable({
     title: 'Versions',
     notes: [],
@@ -177,7 +252,7 @@ function report(machine: MachineInfo, loadAtEnd: readonly number[], options: Opt
       'The limit rows pay the same client-library costs (ioredis / etcd3), so the ratios are the fair part.',
     '- Polling peers retry on a timer. With many contenders their combined polls land often, which shortens handoffs at the price of ' +
       'server calls per grant (scenario 2); the 2-contender rows show the poll interval itself.',
-    '- etcd figures include a WAL fsync per write on this machine\'s disk: every lease grant, put, delete and revoke.',
+    "- etcd figures include a WAL fsync per write on this machine's disk: every lease grant, put, delete and revoke.",
     '',
     renderSection(summary),
     ...sections.map(renderSection),

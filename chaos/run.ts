@@ -58,19 +58,24 @@ async function main(): Promise<void> {
     if (args.only && !args.only.has(entry.id)) continue;
     for (const backend of entry.backends) {
       if (args.backend && args.backend !== backend) continue;
-      const result = await entry.run(backend, args.profile).catch(
-        (error: unknown): ScenarioResult => ({
-          scenario: entry.id,
-          backend,
-          fault: '-',
-          figures: {},
-          checks: [{ name: 'the scenario ran to the end', pass: false, detail: error instanceof Error ? error.stack ?? error.message : String(error) }],
-          durationMs: 0,
-        }),
-      );
+      const result = await entry.run(backend, args.profile).catch((error: unknown): ScenarioResult => ({
+        scenario: entry.id,
+        backend,
+        fault: '-',
+        figures: {},
+        checks: [
+          {
+            name: 'the scenario ran to the end',
+            pass: false,
+            detail: error instanceof Error ? (error.stack ?? error.message) : String(error),
+          },
+        ],
+        durationMs: 0,
+      }));
       results.push(result);
       process.stdout.write(`${describeResult(result)} (${Math.round(result.durationMs / 1000)} s)\n`);
-      for (const check of result.checks) if (!check.pass) process.stdout.write(`    failed: ${check.name}: ${check.detail ?? ''}\n`);
+      for (const check of result.checks)
+        if (!check.pass) process.stdout.write(`    failed: ${check.name}: ${check.detail ?? ''}\n`);
     }
   }
   const table = markdownTable(results);

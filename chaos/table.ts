@@ -9,7 +9,12 @@ export function markdownTable(results: readonly ScenarioResult[]): string {
     Object.entries(result.figures)
       .map(([name, value]) => `${name}: ${value}`)
       .join('; '),
-    passed(result) ? 'pass' : `**FAIL**: ${result.checks.filter((check) => !check.pass).map((check) => check.name).join('; ')}`,
+    passed(result)
+      ? 'pass'
+      : `**FAIL**: ${result.checks
+          .filter((check) => !check.pass)
+          .map((check) => check.name)
+          .join('; ')}`,
   ]);
   const header = ['Scenario', 'Backend', 'Fault', 'Figures', 'Result'];
   const escape = (cell: string) => cell.replace(/\|/g, '\\|').replace(/\n/g, ' ');

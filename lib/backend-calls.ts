@@ -52,7 +52,13 @@ export class BackendCalls {
    * here, so it costs a (recycled) controller, two promises and one timer of its own: the timer aborts the
    * backend's wait at the deadline and is then re-armed as the grace for a backend that ignores the abort.
    */
-  waitForGrant(request: AcquireRequest, remaining: number, waitTimeout: number, signal?: AbortSignal, onWait?: WaitHook): Promise<LockGrant> {
+  waitForGrant(
+    request: AcquireRequest,
+    remaining: number,
+    waitTimeout: number,
+    signal?: AbortSignal,
+    onWait?: WaitHook,
+  ): Promise<LockGrant> {
     // One controller for the deadline and every way to cancel: AbortSignal.any is slow on Node 20.
     const controller = this.idleControllers.pop() ?? new AbortController();
     let attempt: Promise<LockGrant>;
@@ -69,7 +75,9 @@ export class BackendCalls {
         settled = true;
         signal?.removeEventListener('abort', onSignal);
         this.releaseLateGrant(request, attempt);
-        reject(cancelled ? cancelReason : this.backendError('acquire', `no reply within waitTimeout=${waitTimeout} ms`));
+        reject(
+          cancelled ? cancelReason : this.backendError('acquire', `no reply within waitTimeout=${waitTimeout} ms`),
+        );
       };
       const abort = (reason: unknown, byCaller: boolean) => {
         if (settled || controller.signal.aborted) return;
@@ -83,7 +91,9 @@ export class BackendCalls {
       const onSignal = () => abort(signal!.reason, true);
       // Armed at once, not in the step below: a wait's deadline must not slip behind timers set in the meantime.
       let timer: NodeJS.Timeout | undefined =
-        remaining <= MAX_TIMER_DELAY ? setTimeout(() => abort(new LockTimeoutError(request.key, waitTimeout), false), remaining) : undefined;
+        remaining <= MAX_TIMER_DELAY
+          ? setTimeout(() => abort(new LockTimeoutError(request.key, waitTimeout), false), remaining)
+          : undefined;
       attempt.then(
         (grant) => {
           if (settled) return; // given up on: releaseLateGrant frees it
@@ -150,13 +160,22 @@ export class BackendCalls {
   private releaseLateGrant(request: AcquireRequest, attempt: Promise<LockGrant | null>): void {
     attempt.then(
       (grant) => {
-        if (grant) void this.backend.release({ ...request, fencingToken: grant.fencingToken, state: grant.state }).catch(() => undefined);
+        if (grant)
+          void this.backend
+            .release({ ...request, fencingToken: grant.fencingToken, state: grant.state })
+            .catch(() => undefined);
       },
       () => undefined,
     );
   }
 
   private backendError(operation: string, detail: string, cause?: unknown): LockBackendError {
-    return new LockBackendError(this.backend.kind, this.backend.address, operation, detail, cause === undefined ? undefined : { cause });
+    return new LockBackendError(
+      this.backend.kind,
+      this.backend.address,
+      operation,
+      detail,
+      cause === undefined ? undefined : { cause },
+    );
   }
 }

@@ -46,7 +46,11 @@ export const {
     providers: [
       ...(definition.providers ?? []),
       { provide: CONFIGURED_LOCK_INTERCEPTOR, useClass: extras.lockInterceptor ?? LockInterceptor },
-      { provide: LockInterceptor, useFactory: designateLockInterceptor, inject: [LockService, CONFIGURED_LOCK_INTERCEPTOR] },
+      {
+        provide: LockInterceptor,
+        useFactory: designateLockInterceptor,
+        inject: [LockService, CONFIGURED_LOCK_INTERCEPTOR],
+      },
     ],
     exports: [...(definition.exports ?? []), LockInterceptor],
   }))

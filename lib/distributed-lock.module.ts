@@ -36,7 +36,13 @@ import { ScheduledLockExplorer } from './schedule/scheduled-lock.explorer';
       provide: LockService,
       useFactory: (
         backend: LockBackend,
-        { backend: _given, telemetry: _telemetry, logging: _logging, elections: _elections, ...options }: DistributedLockModuleOptions,
+        {
+          backend: _given,
+          telemetry: _telemetry,
+          logging: _logging,
+          elections: _elections,
+          ...options
+        }: DistributedLockModuleOptions,
       ) => new LockService(backend, options),
       inject: [LockBackend, DISTRIBUTED_LOCK_MODULE_OPTIONS],
     },

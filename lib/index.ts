@@ -84,7 +84,11 @@ export type { LeaderElectionOptions, CampaignOptions } from './leader-election/l
 export type { LeaderInfo } from './leader-election/election-backend.interface';
 export { OnLeader } from './leader-election/on-leader.decorator';
 export { LeaderHealthIndicator } from './health/leader-health.indicator';
-export type { LeaderHealthCheckOptions, LeaderHealthDetails, LeaderHealthResult } from './health/leader-health.indicator';
+export type {
+  LeaderHealthCheckOptions,
+  LeaderHealthDetails,
+  LeaderHealthResult,
+} from './health/leader-health.indicator';
 
 // --- Run-once scheduled jobs (@nestjs/schedule) ---
 export { ScheduledLock } from './schedule/scheduled-lock.decorator';

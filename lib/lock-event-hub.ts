@@ -44,20 +44,47 @@ export class LockEventHub {
       const base = this.base(context as EventOrigin);
       const { fencingToken } = handle;
       if (renewal.type === 'renewed') {
-        this.emit({ ...base, type: 'renewed', at: Date.now(), fencingToken, expiresAt: renewal.expiresAt, renewalCount: renewal.renewalCount });
+        this.emit({
+          ...base,
+          type: 'renewed',
+          at: Date.now(),
+          fencingToken,
+          expiresAt: renewal.expiresAt,
+          renewalCount: renewal.renewalCount,
+        });
       } else {
-        this.emit({ ...base, type: 'at-risk', at: Date.now(), fencingToken, remaining: renewal.remaining, error: renewal.error });
+        this.emit({
+          ...base,
+          type: 'at-risk',
+          at: Date.now(),
+          fencingToken,
+          remaining: renewal.remaining,
+          error: renewal.error,
+        });
       }
     },
     lost: (handle, error, context) => {
       const base = this.base(context as EventOrigin);
       const holdTime = Date.now() - handle.acquiredAt;
-      this.emit({ ...base, type: 'lost', at: Date.now(), fencingToken: handle.fencingToken, reason: error.reason ?? String(error), holdTime });
+      this.emit({
+        ...base,
+        type: 'lost',
+        at: Date.now(),
+        fencingToken: handle.fencingToken,
+        reason: error.reason ?? String(error),
+        holdTime,
+      });
     },
     released: (handle, context) => {
       if (this.wants('released')) {
         const holdTime = Date.now() - handle.acquiredAt;
-        this.emit({ ...this.base(context as EventOrigin), type: 'released', at: Date.now(), fencingToken: handle.fencingToken, holdTime });
+        this.emit({
+          ...this.base(context as EventOrigin),
+          type: 'released',
+          at: Date.now(),
+          fencingToken: handle.fencingToken,
+          holdTime,
+        });
       }
     },
   };

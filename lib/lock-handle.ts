@@ -70,7 +70,6 @@ export class LockHandle implements AsyncDisposable {
   /** @internal Its place in the LockService's list of held handles. */
   [LIST_SLOT] = -1;
 
-
   private readonly backend: LockBackend;
   private readonly lock: HeldLock;
   /** Made on first use of `signal`: most handles are released without anyone reading it. */
@@ -200,7 +199,10 @@ export class LockHandle implements AsyncDisposable {
     if (outcome === 'lost') throw this.lostError ?? new LockLostError(this.key, 'the lock was already released');
     if (outcome === 'retry') throw failure;
     if (outcome === 'expire') {
-      throw new LockLostError(this.key, `it has been held for maxHold=${this.maxHold} ms and may not be extended further`);
+      throw new LockLostError(
+        this.key,
+        `it has been held for maxHold=${this.maxHold} ms and may not be extended further`,
+      );
     }
     if (wholeTtl !== this.ttl) {
       this.ttl = wholeTtl;
@@ -242,8 +244,14 @@ export class LockHandle implements AsyncDisposable {
     if (this.renewing > 0) await this.renewalChain!.then(undefined, () => undefined);
     try {
       if (!wasHeld) return false;
-      const validUntil = await withDeadline(this.backend.extend(this.lock, Math.max(1, Math.ceil(ms))), this.operationTimeout, () =>
-        this.backendError('extend', `no reply within ${this.operationTimeout} ms; the lock will expire after its ttl`),
+      const validUntil = await withDeadline(
+        this.backend.extend(this.lock, Math.max(1, Math.ceil(ms))),
+        this.operationTimeout,
+        () =>
+          this.backendError(
+            'extend',
+            `no reply within ${this.operationTimeout} ms; the lock will expire after its ttl`,
+          ),
       ).catch((error: unknown) => {
         throw error instanceof LockError ? error : this.backendError('extend', String(error), error);
       });
@@ -284,7 +292,8 @@ export class LockHandle implements AsyncDisposable {
         clearTimeout(timer);
         this.ended(wasHeld);
         // A lost lock may still carry our token on the server (e.g. after a network cut): clear it if so, quietly.
-        if (failed && wasHeld) reject(error instanceof LockError ? error : this.backendError('release', String(error), error));
+        if (failed && wasHeld)
+          reject(error instanceof LockError ? error : this.backendError('release', String(error), error));
         else resolve();
       };
       deletion.then(
@@ -294,7 +303,14 @@ export class LockHandle implements AsyncDisposable {
       void Promise.resolve().then(() => {
         if (settled || !(this.operationTimeout <= MAX_TIMER_DELAY)) return;
         timer = setTimeout(
-          () => settle(true, this.backendError('release', `no reply within ${this.operationTimeout} ms; the lock will expire after its ttl`)),
+          () =>
+            settle(
+              true,
+              this.backendError(
+                'release',
+                `no reply within ${this.operationTimeout} ms; the lock will expire after its ttl`,
+              ),
+            ),
           this.operationTimeout,
         );
       });
@@ -427,6 +443,12 @@ export class LockHandle implements AsyncDisposable {
   }
 
   private backendError(operation: string, detail: string, cause?: unknown): LockBackendError {
-    return new LockBackendError(this.backend.kind, this.backend.address, operation, detail, cause === undefined ? undefined : { cause });
+    return new LockBackendError(
+      this.backend.kind,
+      this.backend.address,
+      operation,
+      detail,
+      cause === undefined ? undefined : { cause },
+    );
   }
 }

@@ -2,7 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Observable } from 'rxjs';
 import { BackendCalls, WaitHook } from './backend-calls';
-import type { AcquireRequest, BackendInspection, HeldLock, LockBackend, LockGrant } from './backends/lock-backend.interface';
+import type {
+  AcquireRequest,
+  BackendInspection,
+  HeldLock,
+  LockBackend,
+  LockGrant,
+} from './backends/lock-backend.interface';
 import { currentLockScope, lockScopeKey, runInLockScope } from './context/lock-context';
 import { currentInScope, inheritedInScope } from './context/scope-lookup';
 import { LockNotSupportedError, LockServiceClosedError, LockTimeoutError } from './errors';
@@ -73,7 +79,9 @@ export class LockService {
     this.events$ = this.eventHub.events$;
     this.operationTimeout = options.operationTimeout ?? DEFAULT_OPERATION_TIMEOUT;
     if (!(this.operationTimeout > 0) || !Number.isFinite(this.operationTimeout)) {
-      throw new TypeError(`Invalid operationTimeout ${String(options.operationTimeout)}: use a finite number of milliseconds > 0.`);
+      throw new TypeError(
+        `Invalid operationTimeout ${String(options.operationTimeout)}: use a finite number of milliseconds > 0.`,
+      );
     }
     this.calls = new BackendCalls(backend, this.operationTimeout);
   }
@@ -108,20 +116,33 @@ export class LockService {
   }
 
   /** Chained rather than async: each await would be another promise on the path of every request. */
-  private acquirePrepared(request: AcquireRequest, resolved: ResolvedLockOptions, onWait?: WaitHook): Promise<LockHandle> {
+  private acquirePrepared(
+    request: AcquireRequest,
+    resolved: ResolvedLockOptions,
+    onWait?: WaitHook,
+  ): Promise<LockHandle> {
     const started = monotonicNow();
     if (resolved.waitTimeout === 0) {
-      return this.tryAcquirePrepared(request, resolved, started).then((handle) => handle ?? this.timedOut(request, resolved, started, 0));
+      return this.tryAcquirePrepared(request, resolved, started).then(
+        (handle) => handle ?? this.timedOut(request, resolved, started, 0),
+      );
     }
     if (this.backend.tryBeforeWait) {
       // The uncontended fast path: one round trip, no wait machinery.
-      return this.tryAcquirePrepared(request, resolved, started).then((handle) => handle ?? this.waitPrepared(request, resolved, started, onWait));
+      return this.tryAcquirePrepared(request, resolved, started).then(
+        (handle) => handle ?? this.waitPrepared(request, resolved, started, onWait),
+      );
     }
     return this.waitPrepared(request, resolved, started, onWait);
   }
 
   /** Waits for a grant with whatever time is left; again if one arrives with no validity left. */
-  private waitPrepared(request: AcquireRequest, resolved: ResolvedLockOptions, started: number, onWait?: WaitHook): Promise<LockHandle> {
+  private waitPrepared(
+    request: AcquireRequest,
+    resolved: ResolvedLockOptions,
+    started: number,
+    onWait?: WaitHook,
+  ): Promise<LockHandle> {
     const remaining = resolved.waitTimeout - (monotonicNow() - started);
     if (remaining <= 0) return this.timedOut(request, resolved, started, resolved.waitTimeout);
     const signal = resolved.signal;
@@ -136,7 +157,12 @@ export class LockService {
     );
   }
 
-  private timedOut(request: AcquireRequest, resolved: ResolvedLockOptions, started: number, waitTimeout: number): Promise<never> {
+  private timedOut(
+    request: AcquireRequest,
+    resolved: ResolvedLockOptions,
+    started: number,
+    waitTimeout: number,
+  ): Promise<never> {
     this.emitTimeout(request, resolved, started);
     return Promise.reject(new LockTimeoutError(request.key, waitTimeout));
   }
@@ -149,7 +175,9 @@ export class LockService {
   /** One attempt; resolves null at once when the key is busy. */
   async tryAcquire(key: string, options?: LockOptions): Promise<LockHandle | null> {
     const { request, resolved } = this.prepare(key, options);
-    return this.traced('tryAcquire', request, resolved, () => this.tryAcquirePrepared(request, resolved, monotonicNow()));
+    return this.traced('tryAcquire', request, resolved, () =>
+      this.tryAcquirePrepared(request, resolved, monotonicNow()),
+    );
   }
 
   /**
@@ -164,7 +192,12 @@ export class LockService {
     };
   }
 
-  private traced<T>(operation: 'acquire' | 'tryAcquire', request: AcquireRequest, resolved: ResolvedLockOptions, run: () => Promise<T>): Promise<T> {
+  private traced<T>(
+    operation: 'acquire' | 'tryAcquire',
+    request: AcquireRequest,
+    resolved: ResolvedLockOptions,
+    run: () => Promise<T>,
+  ): Promise<T> {
     if (this.instrumentations.length === 0) return run();
     const info: AcquireTraceInfo = {
       operation,
@@ -176,7 +209,8 @@ export class LockService {
       holder: this.holderId,
     };
     return this.instrumentations.reduceRight<() => Promise<T>>(
-      (next, instrumentation) => () => (instrumentation.traceAcquire ? instrumentation.traceAcquire(info, next) : next()),
+      (next, instrumentation) => () =>
+        instrumentation.traceAcquire ? instrumentation.traceAcquire(info, next) : next(),
       run,
     )();
   }
@@ -220,7 +254,13 @@ export class LockService {
       throw new LockNotSupportedError(this.backend.kind, 'inspect()', 'it cannot list holders and waiters.');
     }
     const found = await this.calls.call('inspect', this.backend.inspect(this.keyPrefix, normalized));
-    return jsonSafe({ key: normalized, namespace: this.keyPrefix, backend: this.backend.kind, address: this.backend.address, ...found });
+    return jsonSafe({
+      key: normalized,
+      namespace: this.keyPrefix,
+      backend: this.backend.kind,
+      address: this.backend.address,
+      ...found,
+    });
   }
 
   /** Whether anyone holds the key now. */
@@ -242,7 +282,10 @@ export class LockService {
    * instead of waiting for itself. A write/exclusive lock covers reads; a read lock cannot be upgraded
    * in place (two readers upgrading would deadlock), so that is refused with a clear error.
    */
-  inheritedLock(key: string, resolved: { readonly mode?: LockMode; readonly permits?: number }): LockHandle | undefined {
+  inheritedLock(
+    key: string,
+    resolved: { readonly mode?: LockMode; readonly permits?: number },
+  ): LockHandle | undefined {
     return inheritedInScope(this.keyPrefix, this.backend.kind, key, resolved);
   }
 
@@ -261,7 +304,10 @@ export class LockService {
     await this.close();
   }
 
-  private prepare(key: string, options: LockOptions | undefined): { request: AcquireRequest; resolved: ResolvedLockOptions } {
+  private prepare(
+    key: string,
+    options: LockOptions | undefined,
+  ): { request: AcquireRequest; resolved: ResolvedLockOptions } {
     const normalized = validateLockKey(key);
     const resolved = this.resolveOptions(options, normalized);
     if (this.closing) {
@@ -299,14 +345,22 @@ export class LockService {
   private checkSupport(resolved: ResolvedLockOptions): void {
     const supports = this.backend.supports ?? {};
     if (resolved.mode !== 'exclusive' && !supports.readWrite) {
-      throw new LockNotSupportedError(this.backend.kind, `mode '${resolved.mode}'`, 'it has no read/write lock implementation.');
+      throw new LockNotSupportedError(
+        this.backend.kind,
+        `mode '${resolved.mode}'`,
+        'it has no read/write lock implementation.',
+      );
     }
     if (resolved.permits !== undefined && !supports.semaphore) {
       throw new LockNotSupportedError(this.backend.kind, 'permits (semaphores)', 'it has no semaphore implementation.');
     }
   }
 
-  private async tryAcquirePrepared(request: AcquireRequest, resolved: ResolvedLockOptions, started: number): Promise<LockHandle | null> {
+  private async tryAcquirePrepared(
+    request: AcquireRequest,
+    resolved: ResolvedLockOptions,
+    started: number,
+  ): Promise<LockHandle | null> {
     const grant = await this.calls.tryGrant(request);
     return grant ? this.adopt(request, grant, resolved, started) : null;
   }
@@ -316,7 +370,12 @@ export class LockService {
   };
 
   /** Wraps a grant in a handle, or releases it when it arrived with no validity left. */
-  private adopt(request: AcquireRequest, grant: LockGrant, resolved: ResolvedLockOptions, started: number): LockHandle | null {
+  private adopt(
+    request: AcquireRequest,
+    grant: LockGrant,
+    resolved: ResolvedLockOptions,
+    started: number,
+  ): LockHandle | null {
     // Spelled out rather than spread: this runs on every grant, and a fixed shape keeps it cheap.
     const lock: HeldLock = {
       namespace: request.namespace,
@@ -334,7 +393,9 @@ export class LockService {
       return null;
     }
     // Nobody listens: skip events for this handle altogether.
-    const origin: EventOrigin | undefined = this.eventHub.tracksHandles() ? { request, family: resolved.family, scope: currentLockScope() } : undefined;
+    const origin: EventOrigin | undefined = this.eventHub.tracksHandles()
+      ? { request, family: resolved.family, scope: currentLockScope() }
+      : undefined;
     const handle = new LockHandle({
       backend: this.backend,
       lock,
@@ -349,7 +410,13 @@ export class LockService {
     this.handles.add(handle);
     if (origin && this.eventHub.wants('acquired')) {
       const waitTime = Math.round(monotonicNow() - started);
-      this.eventHub.emit({ type: 'acquired', ...this.eventHub.base(origin), waitTime, fencingToken: handle.fencingToken, expiresAt: handle.expiresAt });
+      this.eventHub.emit({
+        type: 'acquired',
+        ...this.eventHub.base(origin),
+        waitTime,
+        fencingToken: handle.fencingToken,
+        expiresAt: handle.expiresAt,
+      });
     }
     return handle;
   }

@@ -90,7 +90,8 @@ function problemWith(target, file) {
   const hash = target.indexOf('#');
   const pathPart = decodeURIComponent(hash === -1 ? target : target.slice(0, hash)).replace(/\?.*$/, '');
   const anchor = hash === -1 ? undefined : decodeURIComponent(target.slice(hash + 1));
-  const linked = pathPart === '' ? file : pathPart.startsWith('/') ? join(root, pathPart) : resolve(dirname(file), pathPart);
+  const linked =
+    pathPart === '' ? file : pathPart.startsWith('/') ? join(root, pathPart) : resolve(dirname(file), pathPart);
   if (!existsSync(linked)) return `no such file: ${relative(root, linked) || '.'}`;
   if (anchor === undefined || anchor === '') return undefined;
   if (!statSync(linked).isFile() || !linked.endsWith('.md')) return undefined; // anchors into code: line numbers etc.

@@ -7,8 +7,16 @@ export interface Ranked {
 }
 
 /** The best value among rows of `role` (e.g. the best peer), NaN when there is none. */
-export function bestOf<T extends Ranked>(rows: readonly T[], role: Role, value: (row: T) => number, better: Better): number {
-  const values = rows.filter((row) => row.role === role).map(value).filter(Number.isFinite);
+export function bestOf<T extends Ranked>(
+  rows: readonly T[],
+  role: Role,
+  value: (row: T) => number,
+  better: Better,
+): number {
+  const values = rows
+    .filter((row) => row.role === role)
+    .map(value)
+    .filter(Number.isFinite);
   if (values.length === 0) return NaN;
   return better === 'higher' ? Math.max(...values) : Math.min(...values);
 }

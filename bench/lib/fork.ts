@@ -45,7 +45,12 @@ export class Worker<Out extends WorkerMessage> {
     );
   }
 
-  static start<Out extends WorkerMessage>(script: string, payload: unknown, nodeFlags: string[] = [], env: NodeJS.ProcessEnv = {}): Worker<Out> {
+  static start<Out extends WorkerMessage>(
+    script: string,
+    payload: unknown,
+    nodeFlags: string[] = [],
+    env: NodeJS.ProcessEnv = {},
+  ): Worker<Out> {
     const child = fork(script, [], {
       execArgv: [...nodeFlags, '--require', TS_REGISTER],
       env: { ...process.env, ...env, [PAYLOAD_ENV]: JSON.stringify(payload) },
@@ -67,7 +72,10 @@ export class Worker<Out extends WorkerMessage> {
   /** The next message of `type`; rejects when the worker reports an error, exits, or stays silent too long. */
   next<T extends Out['type']>(type: T, timeoutMs = 60_000): Promise<Extract<Out, { type: T }>> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => settle(new Error(`bench worker sent no "${type}" within ${timeoutMs} ms:\n${this.output}`)), timeoutMs);
+      const timer = setTimeout(
+        () => settle(new Error(`bench worker sent no "${type}" within ${timeoutMs} ms:\n${this.output}`)),
+        timeoutMs,
+      );
       const settle = (error?: Error, message?: Out) => {
         clearTimeout(timer);
         this.waiting.delete(check);
@@ -84,7 +92,8 @@ export class Worker<Out extends WorkerMessage> {
           }
           return settle(undefined, message as Out);
         }
-        if (this.exitCode !== undefined) settle(new Error(`bench worker exited (code ${this.exitCode}) before "${type}":\n${this.output}`));
+        if (this.exitCode !== undefined)
+          settle(new Error(`bench worker exited (code ${this.exitCode}) before "${type}":\n${this.output}`));
       };
       this.waiting.add(check);
       check();
@@ -141,7 +150,9 @@ export function runWorker(main: () => Promise<void>): void {
     () => process.exit(0),
     async (error: unknown) => {
       const failure = error instanceof Error ? error : new Error(String(error));
-      await toParent<ErrorMessage>({ type: 'error', message: failure.message, stack: failure.stack }).catch(() => undefined);
+      await toParent<ErrorMessage>({ type: 'error', message: failure.message, stack: failure.stack }).catch(
+        () => undefined,
+      );
       process.exit(1);
     },
   );

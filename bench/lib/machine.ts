@@ -42,7 +42,8 @@ function firstLine(binary: string, args: string[]): string {
 
 function packageVersion(name: string): string {
   try {
-    return (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+    return (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string })
+      .version;
   } catch {
     return 'not installed';
   }

@@ -24,7 +24,16 @@ export function renderTable(table: Table): string {
     `| ${cells.map((cell, column) => (isText(column) ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join(' | ')} |`;
   const rule = `|${widths.map((width, column) => (isText(column) ? `:${'-'.repeat(width + 1)}` : `${'-'.repeat(width + 1)}:`)).join('|')}|`;
   const notes = table.notes.map((note) => `- ${note}`);
-  return [`#### ${table.title}`, '', ...notes, ...(notes.length ? [''] : []), line(table.headers), rule, ...table.rows.map(line), ''].join('\n');
+  return [
+    `#### ${table.title}`,
+    '',
+    ...notes,
+    ...(notes.length ? [''] : []),
+    line(table.headers),
+    rule,
+    ...table.rows.map(line),
+    '',
+  ].join('\n');
 }
 
 export function renderSection(section: Section): string {
@@ -65,7 +74,9 @@ export function failedRow(failure: Failure, columns: number): string[] {
 
 export function failureNotes(failures: readonly Failure[]): string[] {
   return failures.map((failure) => {
-    const message = (failure.error instanceof Error ? failure.error.message : String(failure.error)).split('\n')[0].slice(0, 300);
+    const message = (failure.error instanceof Error ? failure.error.message : String(failure.error))
+      .split('\n')[0]
+      .slice(0, 300);
     return `**${failure.name} failed:** ${message}`;
   });
 }

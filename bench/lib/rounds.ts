@@ -21,7 +21,10 @@ export interface RoundPlan<State> {
  * library always runs right after the same other one (or first, while the machine is still settling). Libraries stay open across rounds
  * (each with its own clients) and are all closed at the end, even after a failure.
  */
-export async function inRounds<State>(specs: readonly AdapterSpec[], plan: RoundPlan<State>): Promise<Entrant<State>[]> {
+export async function inRounds<State>(
+  specs: readonly AdapterSpec[],
+  plan: RoundPlan<State>,
+): Promise<Entrant<State>[]> {
   const entrants: Entrant<State>[] = specs.map((spec) => ({ spec }));
   try {
     for (const entrant of entrants) {
@@ -43,7 +46,11 @@ export async function inRounds<State>(specs: readonly AdapterSpec[], plan: Round
       }
     }
   } finally {
-    await Promise.all(entrants.map((entrant) => (entrant.state === undefined ? Promise.resolve() : plan.close(entrant.state).catch(() => undefined))));
+    await Promise.all(
+      entrants.map((entrant) =>
+        entrant.state === undefined ? Promise.resolve() : plan.close(entrant.state).catch(() => undefined),
+      ),
+    );
   }
   return entrants;
 }

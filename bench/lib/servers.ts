@@ -49,7 +49,8 @@ export class BenchServers {
       const [name, usec] = [match[1], Number(match[2])];
       if (name === 'info') continue;
       all += usec;
-      if (name === 'evalsha' || name === 'eval' || name === 'evalsha_ro' || name === 'eval_ro' || name === 'fcall') scripts += usec;
+      if (name === 'evalsha' || name === 'eval' || name === 'evalsha_ro' || name === 'eval_ro' || name === 'fcall')
+        scripts += usec;
     }
     return { scripts, all };
   }

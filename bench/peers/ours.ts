@@ -40,7 +40,8 @@ export const oursRedis: AdapterSpec = {
   name: 'ours (LockService, Redis)',
   store: 'redis',
   role: 'ours',
-  waiting: 'library default: woken by the release script\'s PUBLISH on one shared subscriber connection, with a bounded re-check',
+  waiting:
+    "library default: woken by the release script's PUBLISH on one shared subscriber connection, with a bounded re-check",
   waits: true,
   renews: true,
   async create(env: BenchEnv, options: AdapterOptions) {
@@ -59,7 +60,9 @@ export const oursRedisFifo: AdapterSpec = {
   renews: true,
   async create(env: BenchEnv, options: AdapterOptions) {
     const client = new Redis(env.redisUrl);
-    return new OursAdapter(this.name, service(new RedisLockBackend({ client, fairness: 'fifo' }), options), () => client.quit());
+    return new OursAdapter(this.name, service(new RedisLockBackend({ client, fairness: 'fifo' }), options), () =>
+      client.quit(),
+    );
   },
 };
 

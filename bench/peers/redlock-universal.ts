@@ -21,7 +21,13 @@ export const redlockUniversal: AdapterSpec = {
     const lockFor = (key: string): Lock => {
       let lock = locks.get(key);
       if (!lock) {
-        lock = createLock({ adapter, key: `bench:${key}`, ttl: options.ttl, retryAttempts: RETRY_ATTEMPTS, retryDelay: RETRY_DELAY_MS });
+        lock = createLock({
+          adapter,
+          key: `bench:${key}`,
+          ttl: options.ttl,
+          retryAttempts: RETRY_ATTEMPTS,
+          retryDelay: RETRY_DELAY_MS,
+        });
         locks.set(key, lock);
       }
       return lock;

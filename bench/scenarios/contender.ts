@@ -19,7 +19,12 @@ export interface StopRule {
  * waiter could, which would measure one contender looping rather than a handoff. The acquire in flight
  * when the run stops still completes (and is recorded), so nobody is left waiting on the server.
  */
-export async function contend(adapter: LockAdapter, key: string, stop: StopRule, records: GrantRecord[]): Promise<void> {
+export async function contend(
+  adapter: LockAdapter,
+  key: string,
+  stop: StopRule,
+  records: GrantRecord[],
+): Promise<void> {
   while (wallNow() < stop.until && stop.remainingGrants > 0) {
     const arrive = wallNow();
     const handle = await adapter.acquire(key);
@@ -33,7 +38,12 @@ export async function contend(adapter: LockAdapter, key: string, stop: StopRule,
   }
 }
 
-export async function contendAll(adapter: LockAdapter, key: string, contenders: number, stop: StopRule): Promise<GrantRecord[]> {
+export async function contendAll(
+  adapter: LockAdapter,
+  key: string,
+  contenders: number,
+  stop: StopRule,
+): Promise<GrantRecord[]> {
   const records: GrantRecord[] = [];
   await Promise.all(Array.from({ length: contenders }, () => contend(adapter, key, stop, records)));
   return records;

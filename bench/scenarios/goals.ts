@@ -44,7 +44,11 @@ export function goals(results: Results): Section {
     headers: ['goal', 'measured', 'met'],
     textColumns: 3,
     rows: [
-      ...list.map((goal) => [goal.goal, goal.measured, goal.met === undefined ? 'not measured' : goal.met ? 'yes' : 'NO']),
+      ...list.map((goal) => [
+        goal.goal,
+        goal.measured,
+        goal.met === undefined ? 'not measured' : goal.met ? 'yes' : 'NO',
+      ]),
       [
         'ahead of every peer on every figure (or explained)',
         behind.length === 0 ? 'ahead everywhere' : `behind the best peer on ${behind.length} figure(s), listed below`,
@@ -54,7 +58,9 @@ export function goals(results: Results): Section {
   };
   return {
     heading: 'Goals',
-    text: behind.length ? ['Figures where ours is behind the best peer:', '', ...behind.map((line) => `- ${line}`)] : [],
+    text: behind.length
+      ? ['Figures where ours is behind the best peer:', '', ...behind.map((line) => `- ${line}`)]
+      : [],
     tables: [table, crossProcessGoals(results)],
   };
 }
@@ -77,7 +83,9 @@ function crossProcessGoals({ crossProcess }: Results): Table {
     },
     {
       goal: 'ours, Redis default: least-served process >= 85 % of a fair share',
-      measured: mine ? `${num(mine.leastServed * 100, 0)} % (grants per process ${mine.perProcess.join(' / ')})` : 'n/a',
+      measured: mine
+        ? `${num(mine.leastServed * 100, 0)} % (grants per process ${mine.perProcess.join(' / ')})`
+        : 'n/a',
       met: mine ? mine.leastServed >= 0.85 : undefined,
     },
     {
@@ -95,11 +103,19 @@ function crossProcessGoals({ crossProcess }: Results): Table {
     notes: [],
     headers: ['goal', 'measured', 'met'],
     textColumns: 3,
-    rows: list.map((goal) => [goal.goal, goal.measured, goal.met === undefined ? 'not measured' : goal.met ? 'met' : 'not met']),
+    rows: list.map((goal) => [
+      goal.goal,
+      goal.measured,
+      goal.met === undefined ? 'not measured' : goal.met ? 'met' : 'not met',
+    ]),
   };
 }
 
-function ratioGoal(mine: CrossProcessRow | undefined, peer: CrossProcessRow | undefined, atLeast: number): Omit<Goal, 'goal'> {
+function ratioGoal(
+  mine: CrossProcessRow | undefined,
+  peer: CrossProcessRow | undefined,
+  atLeast: number,
+): Omit<Goal, 'goal'> {
   if (!mine || !peer) return { measured: 'n/a', met: undefined };
   return {
     measured: `${times(mine.grantsPerSecond, peer.grantsPerSecond)} (${num(mine.grantsPerSecond, 0)} vs ${num(peer.grantsPerSecond, 0)} grants/s)`,
@@ -153,7 +169,13 @@ function withLockGoal({ http }: Results, backend: 'memory' | 'redis', limit: num
   const locked = http?.find((row) => row.backend === backend && row.route === 'locked');
   const intercepted = http?.find((row) => row.backend === backend && row.route === 'intercepted');
   const over = locked?.cpuOver;
-  if (!locked || !intercepted || !over || locked.cpuPerRequest === undefined || intercepted.cpuPerRequest === undefined) {
+  if (
+    !locked ||
+    !intercepted ||
+    !over ||
+    locked.cpuPerRequest === undefined ||
+    intercepted.cpuPerRequest === undefined
+  ) {
     return { goal, measured: 'n/a', met: undefined };
   }
   return {
@@ -175,7 +197,11 @@ interface Figure<T> {
 /** Every figure where our row is worse than the best peer's, per store (and per setup in scenario 2). */
 function figuresBehind(results: Results): string[] {
   const lines: string[] = [];
-  const check = <T extends { role: Role; store: Store; name: string }>(scope: string, rows: readonly T[], figures: Figure<T>[]) => {
+  const check = <T extends { role: Role; store: Store; name: string }>(
+    scope: string,
+    rows: readonly T[],
+    figures: Figure<T>[],
+  ) => {
     for (const store of ['redis', 'etcd'] as Store[]) {
       const storeRows = rows.filter((row) => row.store === store);
       const mine = storeRows.find((row) => row.role === 'ours');
@@ -185,7 +211,9 @@ function figuresBehind(results: Results): string[] {
         const value = figure.value(mine);
         if (!isAhead(value, best, figure.better)) {
           const leader = storeRows.find((row) => row.role === 'peer' && figure.value(row) === best)?.name ?? 'a peer';
-          lines.push(`${scope}, ${store}, ${figure.label}: ours ${num(value, 2)} ${figure.unit} vs ${leader} ${num(best, 2)} ${figure.unit}`);
+          lines.push(
+            `${scope}, ${store}, ${figure.label}: ours ${num(value, 2)} ${figure.unit} vs ${leader} ${num(best, 2)} ${figure.unit}`,
+          );
         }
       }
     }
@@ -197,13 +225,22 @@ function figuresBehind(results: Results): string[] {
   ]);
   const setups = [...new Set((results.hotKey ?? []).map((row) => row.setup))];
   for (const setup of setups) {
-    check(`2 hot key ${setup}`, (results.hotKey ?? []).filter((row) => row.setup === setup), [
-      { label: 'grants/s', value: (row) => row.grantsPerSecond, better: 'higher', unit: '/s' },
-      { label: 'handoff p50', value: (row) => row.handoff.median, better: 'lower', unit: 'ms' },
-      { label: 'handoff p99', value: (row) => row.handoff.p99, better: 'lower', unit: 'ms' },
-      { label: 'max wait', value: (row) => row.maxWait, better: 'lower', unit: 'ms' },
-      { label: 'inversions per grant', value: (row) => row.inversions / Math.max(1, row.grants), better: 'lower', unit: '' },
-    ]);
+    check(
+      `2 hot key ${setup}`,
+      (results.hotKey ?? []).filter((row) => row.setup === setup),
+      [
+        { label: 'grants/s', value: (row) => row.grantsPerSecond, better: 'higher', unit: '/s' },
+        { label: 'handoff p50', value: (row) => row.handoff.median, better: 'lower', unit: 'ms' },
+        { label: 'handoff p99', value: (row) => row.handoff.p99, better: 'lower', unit: 'ms' },
+        { label: 'max wait', value: (row) => row.maxWait, better: 'lower', unit: 'ms' },
+        {
+          label: 'inversions per grant',
+          value: (row) => row.inversions / Math.max(1, row.grants),
+          better: 'lower',
+          unit: '',
+        },
+      ],
+    );
   }
   check('3 many keys', results.manyKeys ?? [], [
     { label: 'ops/s', value: (row) => row.opsPerSecond, better: 'higher', unit: 'ops/s' },

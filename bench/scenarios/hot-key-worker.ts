@@ -19,7 +19,14 @@ export interface HotKeyWorkerPayload {
 
 export type HotKeyWorkerMessage =
   | { readonly type: 'ready' }
-  | { readonly type: 'go'; readonly start: number; readonly until: number; readonly maxGrants: number; readonly thinkMs: number; readonly holdMs?: number }
+  | {
+      readonly type: 'go';
+      readonly start: number;
+      readonly until: number;
+      readonly maxGrants: number;
+      readonly thinkMs: number;
+      readonly holdMs?: number;
+    }
   | { readonly type: 'done'; readonly records: GrantRecord[] };
 
 runWorker(async () => {

@@ -72,11 +72,11 @@ export async function hotKey(
       heading: '2. One hot key: grants/s, handoff latency, fairness',
       text: [
         `Every contender loops acquire -> release at once (zero hold time) -> think ${settings.thinkMs} ms -> acquire again. ` +
-          'The zero hold time makes the figures the lock\'s own cost; the think time keeps a releaser from retaking the lock before any waiter could. ' +
+          "The zero hold time makes the figures the lock's own cost; the think time keeps a releaser from retaking the lock before any waiter could. " +
           `Each row runs ${settings.durationMs / 1000} s or ${settings.maxGrants} grants, whichever comes first; ttl ${TTL_MS / 1000} s. ` +
           'Timestamps are performance.timeOrigin + performance.now(), comparable across processes.',
         '',
-        '- handoff = a holder\'s timestamp just before release() -> the first acquire() to resolve among the contenders already waiting then (a releaser that retakes the lock first does not end it).',
+        "- handoff = a holder's timestamp just before release() -> the first acquire() to resolve among the contenders already waiting then (a releaser that retakes the lock first does not end it).",
         '- inversions = grants that went to a contender while one that had arrived earlier was still waiting (FIFO would give 0).',
         '- max wait includes contenders still waiting when the run stopped. overlaps = a grant before the previous release (must be 0).',
         '- vs limit / vs best peer: grants/s divided by theirs (higher is better); handoff p50 ratios are theirs divided by ours (higher = ours faster).',
@@ -100,7 +100,12 @@ interface Setup {
   readonly processes: number;
 }
 
-async function runInProcess(servers: BenchServers, spec: AdapterSpec, { contenders }: Setup, settings: HotKeySettings): Promise<Run> {
+async function runInProcess(
+  servers: BenchServers,
+  spec: AdapterSpec,
+  { contenders }: Setup,
+  settings: HotKeySettings,
+): Promise<Run> {
   const adapter = await spec.create(servers.env, { ttl: TTL_MS });
   const key = `hot:${contenders}`;
   try {
@@ -111,7 +116,10 @@ async function runInProcess(servers: BenchServers, spec: AdapterSpec, { contende
     const stop = { until, remainingGrants: settings.maxGrants, thinkMs: settings.thinkMs };
     let after: Map<string, number> | undefined;
     // Server counters at the end of the window, not after the drain.
-    const snapshot = setTimeout(() => void servers.counts(spec.store).then((counts) => (after = counts)), settings.durationMs);
+    const snapshot = setTimeout(
+      () => void servers.counts(spec.store).then((counts) => (after = counts)),
+      settings.durationMs,
+    );
     const records = await contendAll(adapter, key, contenders, stop);
     clearTimeout(snapshot);
     after ??= await servers.counts(spec.store);
@@ -121,7 +129,12 @@ async function runInProcess(servers: BenchServers, spec: AdapterSpec, { contende
   }
 }
 
-async function runInProcesses(servers: BenchServers, spec: AdapterSpec, { contenders, processes }: Setup, settings: HotKeySettings): Promise<Run> {
+async function runInProcesses(
+  servers: BenchServers,
+  spec: AdapterSpec,
+  { contenders, processes }: Setup,
+  settings: HotKeySettings,
+): Promise<Run> {
   const key = `hot:procs`;
   const payload: HotKeyWorkerPayload = { adapter: spec.name, env: servers.env, key, ttl: TTL_MS, contenders };
   const workers = Array.from({ length: processes }, () => Worker.start<HotKeyWorkerMessage>(WORKER, payload));
@@ -132,14 +145,25 @@ async function runInProcesses(servers: BenchServers, spec: AdapterSpec, { conten
     const start = wallNow() + 50;
     const until = start + settings.durationMs;
     const perProcess = Math.ceil(settings.maxGrants / processes);
-    for (const worker of workers) worker.send({ type: 'go', start, until, maxGrants: perProcess, thinkMs: settings.thinkMs });
+    for (const worker of workers)
+      worker.send({ type: 'go', start, until, maxGrants: perProcess, thinkMs: settings.thinkMs });
     let after: Map<string, number> | undefined;
-    const snapshot = setTimeout(() => void servers.counts(spec.store).then((counts) => (after = counts)), until - wallNow());
+    const snapshot = setTimeout(
+      () => void servers.counts(spec.store).then((counts) => (after = counts)),
+      until - wallNow(),
+    );
     const done = await Promise.all(workers.map((worker) => worker.next('done', settings.durationMs + 120_000)));
     clearTimeout(snapshot);
     after ??= await servers.counts(spec.store);
     const records = done.flatMap((message) => message.records);
-    return finish(spec, records, start, Math.min(until, lastGrantIfCapped(records, perProcess * processes)), before, after);
+    return finish(
+      spec,
+      records,
+      start,
+      Math.min(until, lastGrantIfCapped(records, perProcess * processes)),
+      before,
+      after,
+    );
   } finally {
     await Promise.all(workers.map((worker) => worker.stop()));
   }
@@ -161,7 +185,13 @@ function finish(
 ): Run {
   const analysis = analyzeGrants(records, start, end);
   const calls = total(countDelta(before, after), (name) => name === 'LeaseKeepAlive streams');
-  return { name: spec.name, store: spec.store, role: spec.role, ...analysis, serverCallsPerGrant: calls / Math.max(1, analysis.grants) };
+  return {
+    name: spec.name,
+    store: spec.store,
+    role: spec.role,
+    ...analysis,
+    serverCallsPerGrant: calls / Math.max(1, analysis.grants),
+  };
 }
 
 function table(store: Store, setup: string, rows: HotKeyRow[], failures: Failure[]): Table {
@@ -170,20 +200,20 @@ function table(store: Store, setup: string, rows: HotKeyRow[], failures: Failure
   const limitHandoff = bestOf(rows, 'limit', (row) => row.handoff.median, 'lower');
   const peerHandoff = bestOf(rows, 'peer', (row) => row.handoff.median, 'lower');
   const headers = [
-      'library',
-      'grants/s',
-      'vs limit',
-      'vs best peer',
-      'handoff p50 ms',
-      'handoff p99 ms',
-      'limit/this p50',
-      'best peer/this p50',
-      'wait p50 ms',
-      'wait p99 ms',
-      'max wait ms',
-      'inversions',
-      'overlaps',
-      'server calls/grant',
+    'library',
+    'grants/s',
+    'vs limit',
+    'vs best peer',
+    'handoff p50 ms',
+    'handoff p99 ms',
+    'limit/this p50',
+    'best peer/this p50',
+    'wait p50 ms',
+    'wait p99 ms',
+    'max wait ms',
+    'inversions',
+    'overlaps',
+    'server calls/grant',
   ];
   return {
     title: `${store === 'redis' ? 'Redis' : 'etcd'}, ${setup}`,
@@ -191,20 +221,20 @@ function table(store: Store, setup: string, rows: HotKeyRow[], failures: Failure
     headers,
     rows: [
       ...rows.map((row) => [
-      row.name,
-      num(row.grantsPerSecond, 0),
-      times(row.grantsPerSecond, limitRate),
-      times(row.grantsPerSecond, peerRate),
-      num(row.handoff.median, 3),
-      num(row.handoff.p99, 3),
-      times(limitHandoff, row.handoff.median),
-      times(peerHandoff, row.handoff.median),
-      num(row.wait.median, 2),
-      num(row.wait.p99, 2),
-      num(row.maxWait, 0),
-      `${row.inversions} (${num((100 * row.inversions) / Math.max(1, row.grants), 0)}%)`,
-      String(row.overlaps),
-      num(row.serverCallsPerGrant, 1),
+        row.name,
+        num(row.grantsPerSecond, 0),
+        times(row.grantsPerSecond, limitRate),
+        times(row.grantsPerSecond, peerRate),
+        num(row.handoff.median, 3),
+        num(row.handoff.p99, 3),
+        times(limitHandoff, row.handoff.median),
+        times(peerHandoff, row.handoff.median),
+        num(row.wait.median, 2),
+        num(row.wait.p99, 2),
+        num(row.maxWait, 0),
+        `${row.inversions} (${num((100 * row.inversions) / Math.max(1, row.grants), 0)}%)`,
+        String(row.overlaps),
+        num(row.serverCallsPerGrant, 1),
       ]),
       ...failures.map((failure) => failedRow(failure, headers.length)),
     ],

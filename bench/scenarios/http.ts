@@ -42,7 +42,8 @@ export interface HttpRow {
    * App CPU µs per request over the route this one is compared with in the same round (the pass-through route
    * for the locked one, the plain route for the pass-through one): median over rounds, with the range.
    */
-  readonly cpuOver: { readonly baseline: Route; readonly median: number; readonly range: readonly [number, number] } | undefined;
+  readonly cpuOver:
+    { readonly baseline: Route; readonly median: number; readonly range: readonly [number, number] } | undefined;
 }
 
 /** One route's autocannon run, with the app's CPU time spent during it. */
@@ -65,7 +66,10 @@ const COMPARED_WITH: Partial<Record<Route, Route>> = { intercepted: 'plain', loc
 type AppMessage = { readonly type: 'ready'; readonly port: number };
 
 /** Scenario 5: autocannon against the bench app: the same handler plain, behind a pass-through interceptor, and with @WithLock. */
-export async function http(servers: BenchServers, settings: HttpSettings): Promise<{ section: Section; rows: HttpRow[] }> {
+export async function http(
+  servers: BenchServers,
+  settings: HttpSettings,
+): Promise<{ section: Section; rows: HttpRow[] }> {
   const rows: HttpRow[] = [];
   const failures: Failure[] = [];
   for (const backend of ['memory', 'redis'] as const) {
@@ -75,7 +79,17 @@ export async function http(servers: BenchServers, settings: HttpSettings): Promi
       failures.push({ name: backend, error });
     }
   }
-  const headers = ['backend', 'route', 'app CPU µs/request', 'CPU µs over', 'req/s', 'vs plain', 'latency p50 ms', 'latency p99 ms', 'non-2xx + errors'];
+  const headers = [
+    'backend',
+    'route',
+    'app CPU µs/request',
+    'CPU µs over',
+    'req/s',
+    'vs plain',
+    'latency p50 ms',
+    'latency p99 ms',
+    'non-2xx + errors',
+  ];
   const table: Table = {
     title: 'app CPU per request and requests/s: plain, pass-through interceptor, @WithLock',
     notes: [
@@ -92,9 +106,13 @@ export async function http(servers: BenchServers, settings: HttpSettings): Promi
         row.backend,
         ROUTE_LABELS[row.route],
         row.cpuPerRequest === undefined ? 'n/a' : num(row.cpuPerRequest, 1),
-        row.cpuOver ? `${num(row.cpuOver.median, 1)} (${row.cpuOver.baseline}; ${num(row.cpuOver.range[0], 1)} to ${num(row.cpuOver.range[1], 1)})` : '',
+        row.cpuOver
+          ? `${num(row.cpuOver.median, 1)} (${row.cpuOver.baseline}; ${num(row.cpuOver.range[0], 1)} to ${num(row.cpuOver.range[1], 1)})`
+          : '',
         num(row.requestsPerSecond, 0),
-        row.route !== 'plain' ? `${num(row.vsPlain, 2)}x (${num(row.vsPlainRange[0], 2)}-${num(row.vsPlainRange[1], 2)})` : '',
+        row.route !== 'plain'
+          ? `${num(row.vsPlain, 2)}x (${num(row.vsPlainRange[0], 2)}-${num(row.vsPlainRange[1], 2)})`
+          : '',
         num(row.p50, 2),
         num(row.p99, 2),
         String(row.failures),
@@ -106,9 +124,9 @@ export async function http(servers: BenchServers, settings: HttpSettings): Promi
     section: {
       heading: '5. HTTP: the same route plain, behind a pass-through interceptor, and with @WithLock',
       text: [
-        'bench/http-app.ts: a Nest 11 app (express) with `GET /plain/:id`, `GET /intercepted/:id` (a pass-through interceptor that only returns `next.handle()`) and `GET /locked/:id` decorated `@WithLock(\'bench:<<id>>\')`, all returning `{ id }`. ' +
-          '@WithLock is `@UseInterceptors(LockInterceptor)` plus metadata, so the lock\'s own cost is the locked route over the pass-through one, which pays the same Nest interceptor machinery (issue 16\'s goal: at most 25 µs of app CPU per request on memory, 60 µs on Redis). ' +
-          'The lock scope (AsyncLocalStorage, for reentrancy and LockService.current()) enables Node 20\'s promise hooks for the whole process once the first @WithLock request runs, so the other routes pay them too. ' +
+        "bench/http-app.ts: a Nest 11 app (express) with `GET /plain/:id`, `GET /intercepted/:id` (a pass-through interceptor that only returns `next.handle()`) and `GET /locked/:id` decorated `@WithLock('bench:<<id>>')`, all returning `{ id }`. " +
+          "@WithLock is `@UseInterceptors(LockInterceptor)` plus metadata, so the lock's own cost is the locked route over the pass-through one, which pays the same Nest interceptor machinery (issue 16's goal: at most 25 µs of app CPU per request on memory, 60 µs on Redis). " +
+          "The lock scope (AsyncLocalStorage, for reentrancy and LockService.current()) enables Node 20's promise hooks for the whole process once the first @WithLock request runs, so the other routes pay them too. " +
           'Every request uses a random id, so locks never contend.',
         'Express tries routes in declaration order, and one failed route match costs about 2-3 % of a request this small (measured with two identical plain routes), so it would count against whichever route is declared later. ' +
           'Half the rounds therefore run in an app that declares the plain route first, and half in a second app process that declares the locked route first; the pass-through route comes third in both. ' +
@@ -126,7 +144,11 @@ export async function http(servers: BenchServers, settings: HttpSettings): Promi
 /** See bench/http-app.ts: half the rounds with each route listed first. */
 const ROUTE_ORDERS = ['plain-first', 'locked-first'] as const;
 
-async function measureBackend(servers: BenchServers, backend: 'memory' | 'redis', settings: HttpSettings): Promise<HttpRow[]> {
+async function measureBackend(
+  servers: BenchServers,
+  backend: 'memory' | 'redis',
+  settings: HttpSettings,
+): Promise<HttpRow[]> {
   const rounds: Round[] = [];
   for (const [index, order] of ROUTE_ORDERS.entries()) {
     // The first app gets the odd round out.
@@ -158,7 +180,10 @@ async function measureBackend(servers: BenchServers, backend: 'memory' | 'redis'
       p99: last.latency.p99,
       failures: results.reduce((sum, result) => sum + result.non2xx + result.errors + result.timeouts, 0),
       cpuPerRequest: cpu.length > 0 ? summarize(cpu).median : undefined,
-      cpuOver: baseline && over.length > 0 ? { baseline, median: summarize(over).median, range: [Math.min(...over), Math.max(...over)] } : undefined,
+      cpuOver:
+        baseline && over.length > 0
+          ? { baseline, median: summarize(over).median, range: [Math.min(...over), Math.max(...over)] }
+          : undefined,
     };
   });
 }
@@ -167,13 +192,26 @@ async function measureBackend(servers: BenchServers, backend: 'memory' | 'redis'
 type Round = Record<Route, RouteRun>;
 
 function cpuPerRequest(run: RouteRun): number | undefined {
-  return run.cpuMs === undefined || run.result.requests.total === 0 ? undefined : (run.cpuMs * 1000) / run.result.requests.total;
+  return run.cpuMs === undefined || run.result.requests.total === 0
+    ? undefined
+    : (run.cpuMs * 1000) / run.result.requests.total;
 }
 
 /** One app process (routes in `order`): warm-up, then `rounds` rounds of the three routes in rotating order. */
-async function measureApp(servers: BenchServers, backend: 'memory' | 'redis', order: (typeof ROUTE_ORDERS)[number], rounds: number, settings: HttpSettings): Promise<Round[]> {
+async function measureApp(
+  servers: BenchServers,
+  backend: 'memory' | 'redis',
+  order: (typeof ROUTE_ORDERS)[number],
+  rounds: number,
+  settings: HttpSettings,
+): Promise<Round[]> {
   const port = await freeTestPort();
-  const app = Worker.start<AppMessage>(APP, {}, [], { LOCK_BACKEND: backend, REDIS_URL: servers.redis.url, PORT: String(port), ROUTE_ORDER: order });
+  const app = Worker.start<AppMessage>(APP, {}, [], {
+    LOCK_BACKEND: backend,
+    REDIS_URL: servers.redis.url,
+    PORT: String(port),
+    ROUTE_ORDER: order,
+  });
   try {
     await app.next('ready', 60_000);
     const base = `http://127.0.0.1:${port}`;
@@ -195,7 +233,13 @@ async function measureApp(servers: BenchServers, backend: 'memory' | 'redis', or
   }
 }
 
-async function load(base: string, route: Route, seconds: number, connections: number, cpu: () => number | undefined): Promise<RouteRun> {
+async function load(
+  base: string,
+  route: Route,
+  seconds: number,
+  connections: number,
+  cpu: () => number | undefined,
+): Promise<RouteRun> {
   const before = cpu();
   const result = await autocannon({
     url: base,

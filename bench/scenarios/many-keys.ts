@@ -35,7 +35,9 @@ export async function manyKeys(
     const storeSpecs = specs.filter((spec) => spec.store === store);
     if (storeSpecs.length === 0) continue;
     const entrants = await inRounds(storeSpecs, plan(servers, settings));
-    const rows = entrants.filter((entrant) => entrant.error === undefined && entrant.state).map((entrant) => toRow(entrant.state!));
+    const rows = entrants
+      .filter((entrant) => entrant.error === undefined && entrant.state)
+      .map((entrant) => toRow(entrant.state!));
     const failures: Failure[] = entrants
       .filter((entrant) => entrant.error !== undefined)
       .map((entrant) => ({ name: entrant.spec.name, error: entrant.error }));
@@ -74,7 +76,9 @@ function plan(servers: BenchServers, settings: ManyKeysSettings): RoundPlan<Stat
     async slice(state) {
       const start = performance.now();
       const end = start + settings.durationMs / settings.rounds;
-      await Promise.all(Array.from({ length: settings.workers }, () => work(state.adapter, settings.keys, end, state.cycles)));
+      await Promise.all(
+        Array.from({ length: settings.workers }, () => work(state.adapter, settings.keys, end, state.cycles)),
+      );
       state.elapsed += performance.now() - start;
     },
     close: (state) => state.adapter.close(),

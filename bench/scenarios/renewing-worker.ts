@@ -53,7 +53,10 @@ async function inBatches(count: number, concurrency: number, task: (index: numbe
 
 runWorker(async () => {
   const payload = workerPayload<RenewingWorkerPayload>();
-  const adapter: LockAdapter = await adapterNamed(payload.adapter).create(payload.env, { ttl: payload.ttl, renew: true });
+  const adapter: LockAdapter = await adapterNamed(payload.adapter).create(payload.env, {
+    ttl: payload.ttl,
+    renew: true,
+  });
   const handles: unknown[] = new Array(payload.locks).fill(undefined);
   try {
     await adapter.release(await adapter.acquire('renew:warm'));

@@ -65,7 +65,7 @@ export async function renewing(
           `(${settings.concurrency} acquires in flight), then holds them for a ${settings.windowMs / 1000} s window. ` +
           `Every library renews at ttl/3 here (about ${Math.round(renewalsPerSecond).toLocaleString('en-US')} renewals/s in total): ours by default, ` +
           'redis-semaphore with refreshInterval = ttl/3, @sesamecare-oss/redlock through using() with automaticExtensionThreshold = 2/3 ttl; ' +
-          'etcd3\'s Lock keeps its lease alive on its own (etcd3 sends keepalives at ttl/3).',
+          "etcd3's Lock keeps its lease alive on its own (etcd3 sends keepalives at ttl/3).",
         '',
         '- heap/lock = (heapUsed after the window - heapUsed before acquiring) / locks held, both after gc(): what the steady state keeps per held lock.',
         '- held = locks acquired (a failed acquire is counted, not retried); lost = held locks the library reported lost during the window (must be 0).',
@@ -151,7 +151,10 @@ function table(store: Store, rows: RenewingRow[], failures: Failure[], settings:
     notes: [
       ...rows
         .filter((row) => row.acquireError)
-        .map((row) => `**${row.name}** acquired only ${row.acquired.toLocaleString('en-US')} of ${settings.locks.toLocaleString('en-US')}; first error: ${row.acquireError!.slice(0, 300)}`),
+        .map(
+          (row) =>
+            `**${row.name}** acquired only ${row.acquired.toLocaleString('en-US')} of ${settings.locks.toLocaleString('en-US')}; first error: ${row.acquireError!.slice(0, 300)}`,
+        ),
       ...failureNotes(failures),
     ],
     headers,

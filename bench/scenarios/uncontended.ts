@@ -51,7 +51,9 @@ export async function uncontended(
     const storeSpecs = specs.filter((candidate) => candidate.store === store);
     if (storeSpecs.length === 0) continue;
     const entrants = await inRounds(storeSpecs, plan(servers, settings));
-    const states = entrants.filter((entrant) => entrant.error === undefined && entrant.state).map((entrant) => entrant.state!);
+    const states = entrants
+      .filter((entrant) => entrant.error === undefined && entrant.state)
+      .map((entrant) => entrant.state!);
     const rows = withRoundRatios(states);
     const failures: Failure[] = entrants
       .filter((entrant) => entrant.error !== undefined)
@@ -95,7 +97,18 @@ function plan(servers: BenchServers, settings: UncontendedSettings): RoundPlan<S
     rounds: settings.rounds,
     async open(spec) {
       const adapter = await spec.create(servers.env, { ttl: TTL_MS });
-      const state: State = { spec, adapter, cycle: new Samples(), acquire: new Samples(), release: new Samples(), elapsed: 0, serverCalls: 0, raftWrites: 0, sliceOps: [], sliceServerUs: [] };
+      const state: State = {
+        spec,
+        adapter,
+        cycle: new Samples(),
+        acquire: new Samples(),
+        release: new Samples(),
+        elapsed: 0,
+        serverCalls: 0,
+        raftWrites: 0,
+        sliceOps: [],
+        sliceServerUs: [],
+      };
       const warmEnd = performance.now() + settings.warmupMs;
       while (performance.now() < warmEnd) await adapter.release(await adapter.acquire(KEY));
       return state;
@@ -123,7 +136,10 @@ function plan(servers: BenchServers, settings: UncontendedSettings): RoundPlan<S
       state.elapsed += now - start;
       state.sliceOps.push((cycles * 1000) / (now - start));
       if (usecBefore) state.sliceServerUs.push(serverUsec(usecBefore, await servers.redisServerUsec()) / cycles);
-      state.serverCalls += total(countDelta(before, await servers.counts(state.spec.store)), (name) => name === 'LeaseKeepAlive streams');
+      state.serverCalls += total(
+        countDelta(before, await servers.counts(state.spec.store)),
+        (name) => name === 'LeaseKeepAlive streams',
+      );
       if (state.spec.store === 'etcd') state.raftWrites += (await servers.etcdRaftWrites()) - writesBefore;
     },
     close: (state) => state.adapter.close(),
@@ -133,10 +149,14 @@ function plan(servers: BenchServers, settings: UncontendedSettings): RoundPlan<S
 /** Rows with their per-round ratios to the limit and to the best peer (by ops/s over all slices). */
 function withRoundRatios(states: readonly State[]): UncontendedRow[] {
   const best = (role: Role) =>
-    states.filter((state) => state.spec.role === role).reduce<State | undefined>((a, b) => (a && opsPerSecond(a) >= opsPerSecond(b) ? a : b), undefined);
+    states
+      .filter((state) => state.spec.role === role)
+      .reduce<State | undefined>((a, b) => (a && opsPerSecond(a) >= opsPerSecond(b) ? a : b), undefined);
   const limit = best('limit');
   const peer = best('peer');
-  return states.map((state) => toRow(state, roundRatio(state, limit), roundRatio(state, peer), serverUsRatio(state, limit)));
+  return states.map((state) =>
+    toRow(state, roundRatio(state, limit), roundRatio(state, peer), serverUsRatio(state, limit)),
+  );
 }
 
 /** Script commands when any script ran in the slice, else every command (see BenchServers.redisServerUsec). */
@@ -156,11 +176,17 @@ function roundRatio(state: State, other: State | undefined): number | undefined 
 
 /** Median over the rounds of this library's server µs per cycle divided by the limit's in the same round. */
 function serverUsRatio(state: State, limit: State | undefined): number | undefined {
-  if (!limit || state.sliceServerUs.length === 0 || limit.sliceServerUs.length !== state.sliceServerUs.length) return undefined;
+  if (!limit || state.sliceServerUs.length === 0 || limit.sliceServerUs.length !== state.sliceServerUs.length)
+    return undefined;
   return summarize(state.sliceServerUs.map((us, round) => us / limit.sliceServerUs[round])).median;
 }
 
-function toRow(state: State, vsLimit: number | undefined, vsBestPeer: number | undefined, serverUsVsLimit: number | undefined): UncontendedRow {
+function toRow(
+  state: State,
+  vsLimit: number | undefined,
+  vsBestPeer: number | undefined,
+  serverUsVsLimit: number | undefined,
+): UncontendedRow {
   return {
     name: state.spec.name,
     store: state.spec.store,
@@ -181,7 +207,15 @@ function table(store: Store, rows: UncontendedRow[], failures: Failure[]): Table
   const calls = store === 'redis' ? 'server cmds/op' : 'server reqs/op';
   const redis = store === 'redis';
   const headers = [
-    'library', 'cycle p50 ms', 'cycle p99 ms', 'acquire p50 ms', 'release p50 ms', 'ops/s', 'vs limit', 'vs best peer', calls,
+    'library',
+    'cycle p50 ms',
+    'cycle p99 ms',
+    'acquire p50 ms',
+    'release p50 ms',
+    'ops/s',
+    'vs limit',
+    'vs best peer',
+    calls,
     ...(redis ? ['server µs/op', 'server µs vs limit'] : ['Raft writes/op']),
   ];
   return {

@@ -33,7 +33,18 @@ export class HeldLocksTracker implements OnModuleDestroy {
       switch (event.type) {
         case 'acquired': {
           const { key, family, mode, fencingToken, at, expiresAt, requestId } = event;
-          this.held.set(id, jsonSafe({ key, family, mode, fencingToken, since: at, expiresAt, ...(requestId !== undefined && { requestId }) }));
+          this.held.set(
+            id,
+            jsonSafe({
+              key,
+              family,
+              mode,
+              fencingToken,
+              since: at,
+              expiresAt,
+              ...(requestId !== undefined && { requestId }),
+            }),
+          );
           break;
         }
         case 'renewed': {

@@ -45,5 +45,7 @@ function etcdAuth(env: NodeJS.ProcessEnv): { username: string; password: string 
   const user = env['ETCDCTL_USER'];
   if (!user) return undefined;
   const colon = user.indexOf(':');
-  return colon < 0 ? { username: user, password: env['ETCDCTL_PASSWORD'] ?? '' } : { username: user.slice(0, colon), password: user.slice(colon + 1) };
+  return colon < 0
+    ? { username: user, password: env['ETCDCTL_PASSWORD'] ?? '' }
+    : { username: user.slice(0, colon), password: user.slice(colon + 1) };
 }

@@ -2,7 +2,8 @@ import { parseArgs } from 'node:util';
 import { CliUsageError } from '../errors/cli-usage.error';
 
 /** Where the locks live. */
-export type CliTarget = { readonly kind: 'redis'; readonly url: string } | { readonly kind: 'etcd'; readonly hosts: readonly string[] };
+export type CliTarget =
+  { readonly kind: 'redis'; readonly url: string } | { readonly kind: 'etcd'; readonly hosts: readonly string[] };
 
 export type CliCommand =
   | { readonly command: 'help' }
@@ -41,7 +42,9 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
   }
   if (rest.length !== 1) {
     throw new CliUsageError(
-      rest.length === 0 ? `${command} needs a KEY, e.g. ${command} --redis redis://host:6379 file:42.` : `${command} takes one KEY, got ${rest.length}: quote keys that contain spaces.`,
+      rest.length === 0
+        ? `${command} needs a KEY, e.g. ${command} --redis redis://host:6379 file:42.`
+        : `${command} takes one KEY, got ${rest.length}: quote keys that contain spaces.`,
     );
   }
   return {
@@ -75,12 +78,17 @@ function parseWithNode(argv: readonly string[]) {
 function targetOf(redis: string | undefined, etcd: string | undefined): CliTarget {
   if (redis !== undefined && etcd !== undefined) throw new CliUsageError('Pass either --redis or --etcd, not both.');
   if (redis !== undefined) {
-    if (!/^rediss?:\/\/./.test(redis)) throw new CliUsageError('--redis takes a URL such as redis://127.0.0.1:6379 (rediss:// for TLS).');
+    if (!/^rediss?:\/\/./.test(redis))
+      throw new CliUsageError('--redis takes a URL such as redis://127.0.0.1:6379 (rediss:// for TLS).');
     return { kind: 'redis', url: redis };
   }
   if (etcd !== undefined) {
-    const hosts = etcd.split(',').map((host) => host.trim()).filter((host) => host.length > 0);
-    if (hosts.length === 0) throw new CliUsageError('--etcd takes comma-separated endpoints such as http://127.0.0.1:2379.');
+    const hosts = etcd
+      .split(',')
+      .map((host) => host.trim())
+      .filter((host) => host.length > 0);
+    if (hosts.length === 0)
+      throw new CliUsageError('--etcd takes comma-separated endpoints such as http://127.0.0.1:2379.');
     return { kind: 'etcd', hosts };
   }
   throw new CliUsageError('Say where the locks live: --redis URL or --etcd HOSTS.');
@@ -89,6 +97,7 @@ function targetOf(redis: string | undefined, etcd: string | undefined): CliTarge
 function milliseconds(option: string, text: string | undefined, fallback: number, min: number): number {
   if (text === undefined) return fallback;
   const value = Number(text);
-  if (!Number.isInteger(value) || value < min) throw new CliUsageError(`${option} takes a whole number of milliseconds >= ${min}, got "${text}".`);
+  if (!Number.isInteger(value) || value < min)
+    throw new CliUsageError(`${option} takes a whole number of milliseconds >= ${min}, got "${text}".`);
   return value;
 }

@@ -42,7 +42,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
 
   let locks: LockService;
   try {
-    locks = (io.open ?? openTarget)(command.target, { prefix: command.prefix, timeout: command.timeout, ...(io.env && { env: io.env }) });
+    locks = (io.open ?? openTarget)(command.target, {
+      prefix: command.prefix,
+      timeout: command.timeout,
+      ...(io.env && { env: io.env }),
+    });
   } catch (error) {
     // Configuration the server never saw: an invalid --prefix, a missing client package.
     io.stderr.write(`${describeError(error)}\n`);
@@ -52,7 +56,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   try {
     if (command.command === 'inspect') {
       const inspection = await locks.inspect(command.key);
-      io.stdout.write(`${command.json ? JSON.stringify(toJson(inspection), null, 2) : formatInspection(inspection, now())}\n`);
+      io.stdout.write(
+        `${command.json ? JSON.stringify(toJson(inspection), null, 2) : formatInspection(inspection, now())}\n`,
+      );
     } else {
       await watchLock(locks, command.key, {
         interval: command.interval,

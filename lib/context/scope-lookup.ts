@@ -13,7 +13,8 @@ export function currentInScope(namespace: string, key?: string): LockHandle | un
     return all[all.length - 1];
   }
   const normalized = validateLockKey(key);
-  const handle = scope.held.get(scopeKey(namespace, normalized)) ?? scope.held.get(scopeKey(namespace, normalized, true));
+  const handle =
+    scope.held.get(scopeKey(namespace, normalized)) ?? scope.held.get(scopeKey(namespace, normalized, true));
   return handle?.isHeld ? handle : undefined;
 }
 

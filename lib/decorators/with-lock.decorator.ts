@@ -17,13 +17,16 @@ import type { LockKeys, WithLockMetadata } from './with-lock-metadata';
  * Observable it returns. Provider methods are locked by the module's explorer.
  */
 export function WithLock(keys: LockKeys, options: LockOptions = {}): ClassDecorator & MethodDecorator {
-  const decorate = applyDecorators(SetMetadata(WITH_LOCK_METADATA, compileWithLock(keys, options)), UseInterceptors(LockInterceptor));
-  return ((target: object, methodName?: string | symbol, descriptor?: PropertyDescriptor) => {
+  const decorate = applyDecorators(
+    SetMetadata(WITH_LOCK_METADATA, compileWithLock(keys, options)),
+    UseInterceptors(LockInterceptor),
+  );
+  return (target: object, methodName?: string | symbol, descriptor?: PropertyDescriptor) => {
     if (methodName !== undefined && typeof descriptor?.value !== 'function') {
       throw new TypeError(`@WithLock goes on a method or a class; ${String(methodName)} is not a method.`);
     }
     return decorate(target, methodName, descriptor);
-  });
+  };
 }
 
 function compileWithLock(keys: LockKeys, options: LockOptions): WithLockMetadata {
@@ -32,7 +35,10 @@ function compileWithLock(keys: LockKeys, options: LockOptions): WithLockMetadata
   if (typeof keys === 'function') return { templates: [], factory: keys, options: Object.freeze({ ...options }) };
   const list: readonly unknown[] = Array.isArray(keys) ? keys : [keys];
   if (list.length === 0) {
-    throw new InvalidKeyTemplateError('[]', 'pass at least one key template, e.g. @WithLock(["account:<<from>>", "account:<<to>>"]).');
+    throw new InvalidKeyTemplateError(
+      '[]',
+      'pass at least one key template, e.g. @WithLock(["account:<<from>>", "account:<<to>>"]).',
+    );
   }
   const templates = list.map((template) => parseKeyTemplate(template));
   // Metrics are labelled by the template, never by resolved keys, so their cardinality stays small.
@@ -46,7 +52,9 @@ function checkOptions(options: LockOptions): void {
     throw new TypeError(`@WithLock options must be an object such as { ttl: 30000 }, got ${String(options)}.`);
   }
   if ('signal' in options) {
-    throw new TypeError('@WithLock does not take a signal: the interceptor cancels the wait itself when the client goes away.');
+    throw new TypeError(
+      '@WithLock does not take a signal: the interceptor cancels the wait itself when the client goes away.',
+    );
   }
   try {
     resolveLockOptions(options, undefined);

@@ -5,6 +5,8 @@ export class LockServiceClosedError extends LockError {
   override readonly name = 'LockServiceClosedError';
 
   constructor(readonly key: string) {
-    super(`Cannot lock "${key}": the LockService is closed because the application is shutting down. Locks are only granted while it runs.`);
+    super(
+      `Cannot lock "${key}": the LockService is closed because the application is shutting down. Locks are only granted while it runs.`,
+    );
   }
 }

@@ -14,6 +14,9 @@ export class MissingPackageError extends LockError {
     feature: string,
     options?: { cause?: unknown },
   ) {
-    super(`${feature} needs the "${packageName}" package, which is not installed. Run: npm install ${packageName}`, options);
+    super(
+      `${feature} needs the "${packageName}" package, which is not installed. Run: npm install ${packageName}`,
+      options,
+    );
   }
 }

@@ -10,6 +10,8 @@ export class LockMetadataAccessor {
 
   /** `@WithLock` on a method or on a class (anything else carries none). */
   getWithLock(target: unknown): WithLockMetadata | undefined {
-    return typeof target === 'function' ? this.reflector.get<WithLockMetadata | undefined>(WITH_LOCK_METADATA, target) : undefined;
+    return typeof target === 'function'
+      ? this.reflector.get<WithLockMetadata | undefined>(WITH_LOCK_METADATA, target)
+      : undefined;
   }
 }

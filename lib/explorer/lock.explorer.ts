@@ -49,7 +49,10 @@ export class LockExplorer implements OnModuleInit {
       : this.scanner.getAllMethodNames(prototype).find((name) => this.metadata.getWithLock(prototype[name]));
     // The interceptor may be there for another controller of the module; this one may not use @WithLock.
     if (method === undefined && !this.metadata.getWithLock(controller)) return;
-    throw new LockModuleMissingError(method === undefined ? controller.name : `${controller.name}.${method}`, wrapper.host?.name);
+    throw new LockModuleMissingError(
+      method === undefined ? controller.name : `${controller.name}.${method}`,
+      wrapper.host?.name,
+    );
   }
 
   private explore(wrapper: InstanceWrapper, controllerClasses: ReadonlySet<unknown>): void {
@@ -64,7 +67,9 @@ export class LockExplorer implements OnModuleInit {
         `@WithLock on the class ${className} has no effect: on providers it goes on each method to lock (class-level @WithLock is for controllers).`,
       );
     }
-    const methodNames = this.scanner.getAllMethodNames(prototype).filter((name) => this.metadata.getWithLock(prototype[name]));
+    const methodNames = this.scanner
+      .getAllMethodNames(prototype)
+      .filter((name) => this.metadata.getWithLock(prototype[name]));
     if (methodNames.length === 0) return;
     const job = methodNames.find((name) => isScheduledJob(prototype[name]));
     if (job !== undefined) {
@@ -85,14 +90,22 @@ export class LockExplorer implements OnModuleInit {
     }
     // Transient providers have one instance per consumer.
     const instances = wrapper.isTransient
-      ? wrapper.getStaticTransientInstances().flatMap((perContext): unknown[] => (perContext?.instance ? [perContext.instance] : []))
+      ? wrapper
+          .getStaticTransientInstances()
+          .flatMap((perContext): unknown[] => (perContext?.instance ? [perContext.instance] : []))
       : [instance];
     for (const target of instances) {
-      for (const methodName of methodNames) this.lockMethod(target as Record<string, unknown>, prototype, className, methodName);
+      for (const methodName of methodNames)
+        this.lockMethod(target as Record<string, unknown>, prototype, className, methodName);
     }
   }
 
-  private lockMethod(instance: Record<string, unknown>, prototype: Record<string, unknown>, className: string, methodName: string): void {
+  private lockMethod(
+    instance: Record<string, unknown>,
+    prototype: Record<string, unknown>,
+    className: string,
+    methodName: string,
+  ): void {
     // The same object can be registered twice (useValue in two modules); lock it once.
     if (isLockedMethod(instance[methodName])) return;
     const metadata = this.metadata.getWithLock(prototype[methodName])!;

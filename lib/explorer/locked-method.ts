@@ -27,16 +27,28 @@ export function isLockedMethod(method: unknown): boolean {
  * Otherwise returns a Promise that holds the lock until the method's result settles, with exactly that
  * result or error. Placeholders are checked here, at startup.
  */
-export function createLockedMethod(locks: LockService, metadata: WithLockMetadata, target: LockedMethodTarget): Function {
+export function createLockedMethod(
+  locks: LockService,
+  metadata: WithLockMetadata,
+  target: LockedMethodTarget,
+): Function {
   // Parameter names are read from it.
-  const original = (target.instance as Record<string, (this: unknown, ...args: unknown[]) => unknown>)[target.methodName];
+  const original = (target.instance as Record<string, (this: unknown, ...args: unknown[]) => unknown>)[
+    target.methodName
+  ];
   const keysFor = compileKeys(metadata, original, target);
   const returnsObservable =
-    target.returnType === Observable || (typeof target.returnType === 'function' && target.returnType.prototype instanceof Observable);
+    target.returnType === Observable ||
+    (typeof target.returnType === 'function' && target.returnType.prototype instanceof Observable);
 
   const locked = returnsObservable
     ? function (this: unknown, ...args: unknown[]): Observable<unknown> {
-        return lockedObservable(locks, () => keysFor(args), metadata.options, () => defer(() => original.apply(this, args) as Observable<unknown>));
+        return lockedObservable(
+          locks,
+          () => keysFor(args),
+          metadata.options,
+          () => defer(() => original.apply(this, args) as Observable<unknown>),
+        );
       }
     : async function (this: unknown, ...args: unknown[]): Promise<unknown> {
         return lockedPromise(locks, keysFor(args), metadata.options, () => {
@@ -52,12 +64,17 @@ export function createLockedMethod(locks: LockService, metadata: WithLockMetadat
       };
   Object.defineProperty(locked, 'name', { value: original.name });
   // Other decorators' metadata stays readable on the replacement.
-  for (const key of Reflect.getMetadataKeys(original)) Reflect.defineMetadata(key, Reflect.getMetadata(key, original), locked);
+  for (const key of Reflect.getMetadataKeys(original))
+    Reflect.defineMetadata(key, Reflect.getMetadata(key, original), locked);
   Object.defineProperty(locked, LOCKED, { value: true });
   return locked;
 }
 
-function compileKeys(metadata: WithLockMetadata, original: Function, target: LockedMethodTarget): (args: unknown[]) => readonly string[] {
+function compileKeys(
+  metadata: WithLockMetadata,
+  original: Function,
+  target: LockedMethodTarget,
+): (args: unknown[]) => readonly string[] {
   const { factory } = metadata;
   if (factory) {
     return (args) => {

@@ -61,7 +61,11 @@ export class LockHealthIndicator {
     const started = monotonicNow();
     const latencyMs = () => Math.round((monotonicNow() - started) * 10) / 10;
     try {
-      await withDeadline(this.locks.isLocked(HEALTH_PROBE_KEY), timeout, () => new Error(`no reply within ${timeout} ms`));
+      await withDeadline(
+        this.locks.isLocked(HEALTH_PROBE_KEY),
+        timeout,
+        () => new Error(`no reply within ${timeout} ms`),
+      );
     } catch (error) {
       return this.results.down(key, { ...base, latencyMs: latencyMs(), message: describeError(error) });
     }

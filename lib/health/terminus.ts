@@ -6,7 +6,6 @@ import type { HealthResult } from './health-result';
 
 export type Terminus = typeof TerminusModule;
 
-
 /** `@nestjs/terminus`, loaded when a health check first runs: importing this library never requires it. */
 export function loadTerminus(): Terminus {
   return loadOptionalPackage<Terminus>('@nestjs/terminus', 'LockHealthIndicator');
@@ -18,7 +17,10 @@ export class TerminusResults {
 
   constructor(private readonly moduleRef?: ModuleRef) {}
 
-  up<Key extends string, Details extends Record<string, unknown>>(key: Key, details: Details): HealthResult<Key, Details> {
+  up<Key extends string, Details extends Record<string, unknown>>(
+    key: Key,
+    details: Details,
+  ): HealthResult<Key, Details> {
     const terminus = loadTerminus();
     const indicators = this.indicatorService(terminus);
     const data: Record<string, unknown> = details;
@@ -26,7 +28,10 @@ export class TerminusResults {
     return { [key]: { status: 'up', ...details } } as HealthResult<Key, Details>;
   }
 
-  down<Key extends string, Details extends Record<string, unknown>>(key: Key, details: Details): HealthResult<Key, Details> {
+  down<Key extends string, Details extends Record<string, unknown>>(
+    key: Key,
+    details: Details,
+  ): HealthResult<Key, Details> {
     const terminus = loadTerminus();
     const indicators = this.indicatorService(terminus);
     const data: Record<string, unknown> = details;

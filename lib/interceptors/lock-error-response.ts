@@ -20,7 +20,13 @@ export interface LockErrorResponse {
  */
 export function describeLockError(error: unknown): LockErrorResponse | undefined {
   if (error instanceof LockTimeoutError) {
-    return response(HttpStatus.CONFLICT, 'Conflict', error, `The resource is locked by another request: "${error.key}".`, error.key);
+    return response(
+      HttpStatus.CONFLICT,
+      'Conflict',
+      error,
+      `The resource is locked by another request: "${error.key}".`,
+      error.key,
+    );
   }
   if (error instanceof LockLostError) {
     return response(
@@ -33,7 +39,12 @@ export function describeLockError(error: unknown): LockErrorResponse | undefined
   }
   if (error instanceof LockBackendError) {
     // The backend's address stays in the server log (the error is the cause), not in the response.
-    return response(HttpStatus.SERVICE_UNAVAILABLE, 'Service Unavailable', error, 'The lock service is unavailable. Try again later.');
+    return response(
+      HttpStatus.SERVICE_UNAVAILABLE,
+      'Service Unavailable',
+      error,
+      'The lock service is unavailable. Try again later.',
+    );
   }
   if (error instanceof UnresolvedPlaceholderError || error instanceof InvalidLockKeyError) {
     return response(HttpStatus.BAD_REQUEST, 'Bad Request', error, error.message);

@@ -41,7 +41,12 @@ export class LockSet {
    * learns of each wait for a busy key (see LockService.acquireCancellable). A chain rather than an async
    * loop: each await would be more promises on the path of every request.
    */
-  static acquire(service: LockService, keys: readonly string[], options: LockOptions, onWait?: WaitHook): Promise<LockSet> {
+  static acquire(
+    service: LockService,
+    keys: readonly string[],
+    options: LockOptions,
+    onWait?: WaitHook,
+  ): Promise<LockSet> {
     let ordered: string[];
     try {
       ordered = orderedKeys(keys);
@@ -139,7 +144,10 @@ function orderedKeys(keys: readonly string[]): string[] {
 function releaseAll(handles: readonly LockHandle[]): Promise<void> {
   if (handles.length === 0) return Promise.resolve();
   if (handles.length === 1) return releaseQuietly(handles[0]);
-  return handles.reduceRight<Promise<void>>((previous, handle) => previous.then(() => releaseQuietly(handle)), Promise.resolve());
+  return handles.reduceRight<Promise<void>>(
+    (previous, handle) => previous.then(() => releaseQuietly(handle)),
+    Promise.resolve(),
+  );
 }
 
 function releaseQuietly(handle: LockHandle): Promise<void> {

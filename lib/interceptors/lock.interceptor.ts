@@ -60,7 +60,11 @@ export class LockInterceptor implements NestInterceptor {
       () => this.resolveKeys(context, metadata),
       metadata.options,
       () => next.handle(),
-      { requestId: () => this.requestIdOf(context), cancelWhen: this.clientLeaves(context), mapError: (error) => this.mapError(error, context) },
+      {
+        requestId: () => this.requestIdOf(context),
+        cancelWhen: this.clientLeaves(context),
+        mapError: (error) => this.mapError(error, context),
+      },
     );
   }
 
@@ -114,7 +118,8 @@ export class LockInterceptor implements NestInterceptor {
     if (!response) return error;
     switch (context.getType<string>()) {
       case 'http':
-        if (error instanceof LockTimeoutError) this.setHeader(context, 'Retry-After', String(this.retryAfterSeconds(error)));
+        if (error instanceof LockTimeoutError)
+          this.setHeader(context, 'Retry-After', String(this.retryAfterSeconds(error)));
         return new HttpException(response, response.statusCode, { cause: error });
       case 'rpc':
         return transportException('@nestjs/microservices', 'RpcException', response) ?? error;
@@ -150,7 +155,10 @@ function rawResponse(context: ExecutionContext): NodeResponseLike | undefined {
  */
 function transportException(packageName: string, className: string, response: LockErrorResponse): Error | undefined {
   try {
-    const exception = loadOptionalPackage<Record<string, new (error: object) => Error>>(packageName, 'an rpc or ws handler')[className];
+    const exception = loadOptionalPackage<Record<string, new (error: object) => Error>>(
+      packageName,
+      'an rpc or ws handler',
+    )[className];
     return new exception({ status: 'error', ...response });
   } catch {
     return undefined;

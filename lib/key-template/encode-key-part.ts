@@ -10,7 +10,10 @@ export function encodeKeyPart(value: unknown): string | undefined {
   // Ids are mostly plain ASCII already: then there is nothing to normalise or encode.
   if (UNRESERVED.test(text)) return text;
   if (!text.isWellFormed()) return undefined;
-  return encodeURIComponent(text.normalize('NFC')).replace(/[!'()*]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`);
+  return encodeURIComponent(text.normalize('NFC')).replace(
+    /[!'()*]/g,
+    (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
 }
 
 const UNRESERVED = /^[A-Za-z0-9_.~-]+$/;

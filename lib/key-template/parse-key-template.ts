@@ -25,7 +25,10 @@ const SEGMENT = /^[A-Za-z0-9_$-]+$/;
 /** Parses `'file:<<id>>'`. Throws InvalidKeyTemplateError on an unclosed `<<`, an empty or malformed name. */
 export function parseKeyTemplate(source: unknown): KeyTemplate {
   if (typeof source !== 'string' || source.length === 0) {
-    throw new InvalidKeyTemplateError(String(source), 'a key template must be a non-empty string such as "file:<<id>>".');
+    throw new InvalidKeyTemplateError(
+      String(source),
+      'a key template must be a non-empty string such as "file:<<id>>".',
+    );
   }
   const parts: TemplatePart[] = [];
   const placeholders: Placeholder[] = [];
@@ -52,7 +55,10 @@ export function parseKeyTemplate(source: unknown): KeyTemplate {
 function parsePlaceholder(source: string, name: string, at: number): Placeholder {
   const text = `${OPEN}${name}${CLOSE}`;
   if (name.length === 0) {
-    throw new InvalidKeyTemplateError(source, `empty placeholder "<<>>" at position ${at}: name a value, e.g. <<id>> or <<params.id>>.`);
+    throw new InvalidKeyTemplateError(
+      source,
+      `empty placeholder "<<>>" at position ${at}: name a value, e.g. <<id>> or <<params.id>>.`,
+    );
   }
   const path = name.split('.');
   if (!path.every((segment) => SEGMENT.test(segment))) {

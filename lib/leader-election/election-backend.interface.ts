@@ -33,7 +33,12 @@ export interface ElectionBackend {
    * Calls `onChange` with the leader now and after every change the server reports (a re-read each time, so
    * a missed intermediate state only skips a value, never leaves a stale one). `onError` ends the watch.
    */
-  watch(namespace: string, name: string, onChange: (leader: LeaderInfo | null) => void, onError: (error: unknown) => void): () => void;
+  watch(
+    namespace: string,
+    name: string,
+    onChange: (leader: LeaderInfo | null) => void,
+    onError: (error: unknown) => void,
+  ): () => void;
 
   /** Optional: news the server pushes about a leader's session between renewals (ZooKeeper's session states). */
   observeGrant?(grant: ElectionGrant, listener: (event: BackendLockEvent) => void): () => void;

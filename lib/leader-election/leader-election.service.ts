@@ -8,7 +8,12 @@ import { newOwnerToken } from '../utils/owner-token';
 import { checkTtl, validateKeyPrefix, validateLockKey } from '../utils/validate';
 import { withDeadline } from '../utils/deadline';
 import { ElectionBackend, ElectionGrant, LeaderInfo, supportsElections } from './election-backend.interface';
-import { CampaignOptions, DEFAULT_ELECTION_PREFIX, DEFAULT_ELECTION_TTL, LeaderElectionOptions } from './leader-election.options';
+import {
+  CampaignOptions,
+  DEFAULT_ELECTION_PREFIX,
+  DEFAULT_ELECTION_TTL,
+  LeaderElectionOptions,
+} from './leader-election.options';
 import { Leadership } from './leadership';
 
 /**
@@ -47,14 +52,18 @@ export class LeaderElection implements BeforeApplicationShutdown {
     const ttl = options.ttl ?? this.ttl;
     checkTtl(ttl);
     const value = options.value ?? this.locks.holderId;
-    if (typeof value !== 'string') throw new TypeError(`campaign() takes a string value, got ${typeof value}. JSON.stringify objects first.`);
+    if (typeof value !== 'string')
+      throw new TypeError(`campaign() takes a string value, got ${typeof value}. JSON.stringify objects first.`);
     if (this.closing) throw new LockServiceClosedError(election);
     const backend = this.backend();
     const signal = options.signal ?? new AbortController().signal;
     let grant: ElectionGrant;
     try {
       grant = await this.waits.run(signal, (wait) =>
-        backend.campaign({ namespace: this.keyPrefix, name: election, value, ttl: Math.ceil(ttl), token: newOwnerToken() }, wait),
+        backend.campaign(
+          { namespace: this.keyPrefix, name: election, value, ttl: Math.ceil(ttl), token: newOwnerToken() },
+          wait,
+        ),
       );
     } catch (error) {
       // The caller stopped waiting: their reason, whether the backend was waiting for its turn or for a reply.
@@ -104,7 +113,11 @@ export class LeaderElection implements BeforeApplicationShutdown {
   /** One read of who leads `name` now. */
   leader(name: string): Promise<LeaderInfo | null> {
     const election = validateLockKey(name);
-    return withDeadline(this.backend().leader(this.keyPrefix, election), this.operationTimeout, () => new Error(`no reply within ${this.operationTimeout} ms`));
+    return withDeadline(
+      this.backend().leader(this.keyPrefix, election),
+      this.operationTimeout,
+      () => new Error(`no reply within ${this.operationTimeout} ms`),
+    );
   }
 
   /** Whether this instance leads `name` now (a local answer: no server call). */

@@ -42,7 +42,9 @@ export class LeaderExplorer implements OnApplicationBootstrap, BeforeApplication
         if (!metadata) continue;
         const where = `${className}.${methodName}`;
         if (!wrapper.isDependencyTreeStatic() || wrapper.isTransient) {
-          this.logger.warn(`@OnLeader on ${where} is ignored: it needs a singleton provider (this one is request-scoped or transient).`);
+          this.logger.warn(
+            `@OnLeader on ${where} is ignored: it needs a singleton provider (this one is request-scoped or transient).`,
+          );
           continue;
         }
         const loop = this.lead(instance as Record<string, LeaderMethod>, methodName, where, metadata);
@@ -64,11 +66,18 @@ export class LeaderExplorer implements OnApplicationBootstrap, BeforeApplication
     const outcome = await Promise.race([Promise.allSettled([...this.loops]), grace]);
     clearTimeout(timer);
     if (outcome === 'late') {
-      this.logger.warn(`@OnLeader methods still run ${SHUTDOWN_GRACE_MS} ms after shutdown began: have them return when their stop signal aborts.`);
+      this.logger.warn(
+        `@OnLeader methods still run ${SHUTDOWN_GRACE_MS} ms after shutdown began: have them return when their stop signal aborts.`,
+      );
     }
   }
 
-  private async lead(instance: Record<string, LeaderMethod>, methodName: string, where: string, metadata: OnLeaderMetadata): Promise<void> {
+  private async lead(
+    instance: Record<string, LeaderMethod>,
+    methodName: string,
+    where: string,
+    metadata: OnLeaderMetadata,
+  ): Promise<void> {
     const stop = this.stopper.signal;
     while (!stop.aborted) {
       let leadership: Leadership;
@@ -76,7 +85,9 @@ export class LeaderExplorer implements OnApplicationBootstrap, BeforeApplication
         leadership = await this.elections.campaign(metadata.name, { ...metadata.options, signal: stop });
       } catch (error) {
         if (stop.aborted) return;
-        this.logger.error(`@OnLeader ${where}: campaigning for "${metadata.name}" failed; trying again in ${CAMPAIGN_AGAIN_MS} ms. ${String(error)}`);
+        this.logger.error(
+          `@OnLeader ${where}: campaigning for "${metadata.name}" failed; trying again in ${CAMPAIGN_AGAIN_MS} ms. ${String(error)}`,
+        );
         await delay(CAMPAIGN_AGAIN_MS, stop).catch(() => undefined);
         continue;
       }
@@ -95,7 +106,10 @@ export class LeaderExplorer implements OnApplicationBootstrap, BeforeApplication
           await lastValueFrom(leadership.events$.pipe(ignoreElements()), { defaultValue: undefined });
         }
       } catch (error) {
-        if (leadership.state !== 'lost') this.logger.error(`@OnLeader ${where} failed while leading "${metadata.name}" (term ${leadership.term}): ${String(error)}`);
+        if (leadership.state !== 'lost')
+          this.logger.error(
+            `@OnLeader ${where} failed while leading "${metadata.name}" (term ${leadership.term}): ${String(error)}`,
+          );
         await leadership.resign().catch(() => undefined);
       } finally {
         leadership.signal.removeEventListener('abort', end);

@@ -143,7 +143,8 @@ export class Leadership implements AsyncDisposable {
    * Rejects with LockLostError when leadership is gone (and reports the loss), LockBackendError on a server failure.
    */
   async proclaim(value: string): Promise<void> {
-    if (typeof value !== 'string') throw new TypeError(`proclaim() takes a string value, got ${typeof value}. JSON.stringify objects first.`);
+    if (typeof value !== 'string')
+      throw new TypeError(`proclaim() takes a string value, got ${typeof value}. JSON.stringify objects first.`);
     this.assertLeading('proclaim');
     const stillLeader = await withDeadline(this.backend.proclaim(this.grant, value), this.operationTimeout, () =>
       this.timeoutError('proclaim'),
@@ -169,7 +170,13 @@ export class Leadership implements AsyncDisposable {
   }
 
   toJSON(): LeadershipJson {
-    return { name: this.name, term: this.term.toString(), value: this.currentValue, state: this.currentState, expiresAt: this.expiresAt };
+    return {
+      name: this.name,
+      term: this.term.toString(),
+      value: this.currentValue,
+      state: this.currentState,
+      expiresAt: this.expiresAt,
+    };
   }
 
   private async doResign(): Promise<void> {
@@ -200,12 +207,16 @@ export class Leadership implements AsyncDisposable {
     if (this.currentState !== 'leading') return;
     const startedAt = monotonicNow();
     // The event loop may have been blocked past our validity: someone else may have led meanwhile.
-    if (startedAt >= this.validUntil) return this.lose(`its validity ran out before it could be renewed (ttl ${this.ttl} ms)`);
+    if (startedAt >= this.validUntil)
+      return this.lose(`its validity ran out before it could be renewed (ttl ${this.ttl} ms)`);
     const deadline = Math.min(this.operationTimeout, this.validUntil - startedAt);
     try {
-      const renewed = await withDeadline(this.backend.renew(this.grant, this.ttl), deadline, () => this.timeoutError('renew'));
+      const renewed = await withDeadline(this.backend.renew(this.grant, this.ttl), deadline, () =>
+        this.timeoutError('renew'),
+      );
       if (this.currentState !== 'leading') return;
-      if (renewed === null) return this.lose('the server no longer has our leader entry (its lease or session expired, or it was deleted)');
+      if (renewed === null)
+        return this.lose('the server no longer has our leader entry (its lease or session expired, or it was deleted)');
       if (renewed <= monotonicNow()) return this.lose('its validity ran out while the renewal was under way');
       this.validUntil = Math.max(this.validUntil, renewed);
       this.atRiskSinceRenewal = false;
@@ -228,19 +239,32 @@ export class Leadership implements AsyncDisposable {
   private atRisk(error: Error): void {
     this.atRiskSinceRenewal = true;
     const remaining = Math.max(0, Math.round(this.validUntil - monotonicNow()));
-    this.subject.next({ type: 'at-risk', name: this.name, term: this.term, expiresAt: this.expiresAt, remaining, error });
+    this.subject.next({
+      type: 'at-risk',
+      name: this.name,
+      term: this.term,
+      expiresAt: this.expiresAt,
+      remaining,
+      error,
+    });
   }
 
   /** Validity runs out unless a renewal pushes it: then leadership is lost, even if a renewal hangs. */
   private armExpiry(): void {
     clearTimeout(this.expiryTimer);
-    this.expiryTimer = setTimeout(() => this.lose(`its validity ran out (ttl ${this.ttl} ms) without a successful renewal`), Math.max(0, this.validUntil - monotonicNow()));
+    this.expiryTimer = setTimeout(
+      () => this.lose(`its validity ran out (ttl ${this.ttl} ms) without a successful renewal`),
+      Math.max(0, this.validUntil - monotonicNow()),
+    );
     this.expiryTimer.unref();
   }
 
   private lose(reason: string): void {
     if (this.currentState === 'lost' || this.lostError) return;
-    const error = new LockLostError(this.name, `leadership of election "${this.name}" (term ${this.term}) ended: ${reason}`);
+    const error = new LockLostError(
+      this.name,
+      `leadership of election "${this.name}" (term ${this.term}) ended: ${reason}`,
+    );
     if (!this.atRiskSinceRenewal) this.atRisk(error);
     this.currentState = 'lost';
     this.lostError = error;
@@ -266,6 +290,11 @@ export class Leadership implements AsyncDisposable {
   }
 
   private timeoutError(operation: string): LockBackendError {
-    return new LockBackendError(this.backend.kind, this.backend.address, `election ${operation}`, `no reply within ${this.operationTimeout} ms`);
+    return new LockBackendError(
+      this.backend.kind,
+      this.backend.address,
+      `election ${operation}`,
+      `no reply within ${this.operationTimeout} ms`,
+    );
   }
 }

@@ -58,7 +58,8 @@ function createInstruments(meter: Meter): LockInstruments {
   const counter = (name: string, description: string, unit: string) => meter.createCounter(name, { description, unit });
   return {
     wait: meter.createHistogram(LockMetricNames.waitDuration, {
-      description: 'Time acquire() waited: until the grant (lock.outcome=acquired) or until it gave up (lock.outcome=timeout).',
+      description:
+        'Time acquire() waited: until the grant (lock.outcome=acquired) or until it gave up (lock.outcome=timeout).',
       unit: 's',
       advice: { explicitBucketBoundaries: WAIT_BUCKETS_S },
     }),
@@ -69,9 +70,17 @@ function createInstruments(meter: Meter): LockInstruments {
     }),
     counters: {
       acquired: counter(LockMetricNames.acquisitions, 'Locks granted.', '{acquisition}'),
-      timeout: counter(LockMetricNames.timeouts, 'Waits that gave up because the key stayed busy for the whole waitTimeout.', '{timeout}'),
+      timeout: counter(
+        LockMetricNames.timeouts,
+        'Waits that gave up because the key stayed busy for the whole waitTimeout.',
+        '{timeout}',
+      ),
       renewed: counter(LockMetricNames.renewals, 'Successful renewals (watchdog or extend()).', '{renewal}'),
-      'at-risk': counter(LockMetricNames.atRisk, 'Renewals that failed while validity remained; the watchdog retried.', '{event}'),
+      'at-risk': counter(
+        LockMetricNames.atRisk,
+        'Renewals that failed while validity remained; the watchdog retried.',
+        '{event}',
+      ),
       lost: counter(LockMetricNames.lost, 'Locks lost before release: expired, deleted, or maxHold reached.', '{lock}'),
       released: counter(LockMetricNames.releases, 'Locks released by their holder.', '{release}'),
     },

@@ -33,7 +33,13 @@ export function attachLockTracing(locks: LockService, options: LockTracingOption
   });
 }
 
-function traceAcquire<T>(api: OpenTelemetryApi, tracer: Tracer, info: AcquireTraceInfo, run: () => Promise<T>, recordKeys: boolean): Promise<T> {
+function traceAcquire<T>(
+  api: OpenTelemetryApi,
+  tracer: Tracer,
+  info: AcquireTraceInfo,
+  run: () => Promise<T>,
+  recordKeys: boolean,
+): Promise<T> {
   const attributes: Attributes = {
     [LockAttributes.backend]: info.backend,
     [LockAttributes.family]: info.family,
@@ -66,7 +72,11 @@ function traceAcquire<T>(api: OpenTelemetryApi, tracer: Tracer, info: AcquireTra
       const message = redactCredentials(error instanceof Error ? error.message : String(error));
       span.setAttribute(LockAttributes.errorType, error instanceof Error ? error.name : 'Error');
       if (error instanceof Error) {
-        span.recordException({ name: error.name, message, ...(error.stack && { stack: redactCredentials(error.stack) }) });
+        span.recordException({
+          name: error.name,
+          message,
+          ...(error.stack && { stack: redactCredentials(error.stack) }),
+        });
       }
       span.setStatus({ code: api.SpanStatusCode.ERROR, message });
       finish(timedOut ? 'timeout' : 'error');

@@ -22,7 +22,9 @@ export function loadOptionalPackage<T>(packageName: string, feature: string): T 
 /** Node's "Cannot find module 'x'" for `packageName` itself, not for something it requires. */
 function isNotFound(error: unknown, packageName: string): boolean {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  return code === 'MODULE_NOT_FOUND' && String((error as Error).message).startsWith(`Cannot find module '${packageName}'`);
+  return (
+    code === 'MODULE_NOT_FOUND' && String((error as Error).message).startsWith(`Cannot find module '${packageName}'`)
+  );
 }
 
 /** Whether `packageName` can be loaded from here, without loading it. */

@@ -1,18 +1,21 @@
 import { InvalidLockKeyError } from '../errors';
-import {
-  DEFAULT_TTL,
-  DEFAULT_WAIT_TIMEOUT,
-  LockOptions,
-  MAX_TTL,
-  ResolvedLockOptions,
-} from '../lock-options';
+import { DEFAULT_TTL, DEFAULT_WAIT_TIMEOUT, LockOptions, MAX_TTL, ResolvedLockOptions } from '../lock-options';
 
 /** Longest key accepted, in bytes of UTF-8. Keeps server keys and log lines bounded. */
 export const MAX_KEY_BYTES = 1024;
 const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
 // eslint-disable-next-line no-control-regex -- the range starts at NUL on purpose: any ASCII character
 const ASCII = /^[\x00-\x7f]+$/;
-const KNOWN_LOCK_OPTIONS: ReadonlySet<string> = new Set(['mode', 'permits', 'ttl', 'waitTimeout', 'renewInterval', 'maxHold', 'family', 'signal']);
+const KNOWN_LOCK_OPTIONS: ReadonlySet<string> = new Set([
+  'mode',
+  'permits',
+  'ttl',
+  'waitTimeout',
+  'renewInterval',
+  'maxHold',
+  'family',
+  'signal',
+]);
 const LOCK_MODES: ReadonlySet<string> = new Set(['exclusive', 'read', 'write']);
 /** Semaphores keep one entry per holder on the server; this bounds what one key can cost. */
 export const MAX_PERMITS = 10_000;
@@ -74,7 +77,8 @@ export function resolveLockOptions(
     );
   }
   // The default renew interval follows the ttl actually used, not the ttl the default interval was set for.
-  const renewInterval = options?.renewInterval ?? (options?.ttl === undefined ? defaults?.renewInterval : undefined) ?? ttl / 3;
+  const renewInterval =
+    options?.renewInterval ?? (options?.ttl === undefined ? defaults?.renewInterval : undefined) ?? ttl / 3;
   checkRenewInterval(renewInterval, ttl);
   const mode = options?.mode ?? defaults?.mode ?? 'exclusive';
   if (!LOCK_MODES.has(mode)) {
@@ -86,16 +90,22 @@ export function resolveLockOptions(
       throw new TypeError(`Invalid permits ${String(permits)}: use a whole number from 1 to ${MAX_PERMITS}.`);
     }
     if (mode !== 'exclusive') {
-      throw new TypeError(`Invalid options: permits (a semaphore) cannot be combined with mode '${mode}'. Use one or the other.`);
+      throw new TypeError(
+        `Invalid options: permits (a semaphore) cannot be combined with mode '${mode}'. Use one or the other.`,
+      );
     }
   }
   const maxHold = options?.maxHold ?? defaults?.maxHold ?? Infinity;
   if (typeof maxHold !== 'number' || Number.isNaN(maxHold) || maxHold <= 0) {
-    throw new TypeError(`Invalid maxHold ${String(maxHold)}: use a number of milliseconds > 0 (Infinity, the default, means no limit).`);
+    throw new TypeError(
+      `Invalid maxHold ${String(maxHold)}: use a number of milliseconds > 0 (Infinity, the default, means no limit).`,
+    );
   }
   const family = options?.family ?? defaultFamily(key);
   if (typeof family !== 'string' || family.length === 0 || family.length > 200) {
-    throw new TypeError(`Invalid family ${JSON.stringify(family)}: use a short, bounded name such as "file" or the key template.`);
+    throw new TypeError(
+      `Invalid family ${JSON.stringify(family)}: use a short, bounded name such as "file" or the key template.`,
+    );
   }
   const signal = options?.signal;
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
@@ -119,7 +129,12 @@ export function checkTtl(ttl: unknown): asserts ttl is number {
 }
 
 function checkRenewInterval(renewInterval: unknown, ttl: number): asserts renewInterval is number {
-  if (typeof renewInterval !== 'number' || !Number.isFinite(renewInterval) || renewInterval <= 0 || renewInterval >= ttl) {
+  if (
+    typeof renewInterval !== 'number' ||
+    !Number.isFinite(renewInterval) ||
+    renewInterval <= 0 ||
+    renewInterval >= ttl
+  ) {
     throw new TypeError(
       `Invalid renewInterval ${String(renewInterval)}: use a number of milliseconds > 0 and below ttl (${ttl}); ttl/3 is the default.`,
     );
@@ -133,9 +148,7 @@ function checkKnownOptions(options: object | undefined, what: string): void {
   }
   for (const name of Object.keys(options)) {
     if (!KNOWN_LOCK_OPTIONS.has(name)) {
-      throw new TypeError(
-        `Unknown option "${name}" in ${what}. Known options: ${[...KNOWN_LOCK_OPTIONS].join(', ')}.`,
-      );
+      throw new TypeError(`Unknown option "${name}" in ${what}. Known options: ${[...KNOWN_LOCK_OPTIONS].join(', ')}.`);
     }
   }
 }

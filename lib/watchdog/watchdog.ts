@@ -77,7 +77,8 @@ export class Watchdog implements ScheduledRenewal {
     if (outcome === 'renewed') this.schedule(Math.min(this.interval, this.target[VALIDITY_LEFT]() / 2));
     else if (outcome === 'expire') this.schedule(Math.max(0, this.target[VALIDITY_LEFT]()));
     // Retry sooner than the normal period, but in proportion to what is left so a short outage is ridden out.
-    else if (outcome === 'retry') this.schedule(Math.min(this.interval, Math.max(25, this.target[VALIDITY_LEFT]() / 4)));
+    else if (outcome === 'retry')
+      this.schedule(Math.min(this.interval, Math.max(25, this.target[VALIDITY_LEFT]() / 4)));
   }
 
   private schedule(delay: number): void {

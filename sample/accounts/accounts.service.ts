@@ -37,7 +37,8 @@ export class AccountsService {
     const toLock = this.locks.current(`account:${encodeKeyPart(to)}`);
     if (!fromLock || !toLock) throw new Error('transfer() must run under the locks of both accounts.');
     const [source, target] = await Promise.all([this.get(from), this.get(to)]);
-    if (source.balance < amount) throw new BadRequestException(`Account ${from} has ${source.balance}, less than ${amount}.`);
+    if (source.balance < amount)
+      throw new BadRequestException(`Account ${from} has ${source.balance}, less than ${amount}.`);
     await sleep(this.config.editDelayMs, undefined, { signal: AbortSignal.any([fromLock.signal, toLock.signal]) });
     await this.store.write<Balance>(ACCOUNTS, from, { balance: source.balance - amount }, fromLock.fencingToken);
     await this.store.write<Balance>(ACCOUNTS, to, { balance: target.balance + amount }, toLock.fencingToken);

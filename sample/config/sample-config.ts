@@ -41,7 +41,10 @@ export function readSampleConfig(env: NodeJS.ProcessEnv = process.env): SampleCo
     backend,
     redisUrl: env.REDIS_URL ?? 'redis://127.0.0.1:6379',
     zkHosts: env.ZK_HOSTS ?? '127.0.0.1:2181',
-    etcdHosts: (env.ETCD_HOSTS ?? 'http://127.0.0.1:2379').split(',').map((host) => host.trim()).filter(Boolean),
+    etcdHosts: (env.ETCD_HOSTS ?? 'http://127.0.0.1:2379')
+      .split(',')
+      .map((host) => host.trim())
+      .filter(Boolean),
     filesDir: env.FILES_DIR || mkdtempSync(join(tmpdir(), 'nest-distributed-lock-sample-')),
     port: integer(env, 'PORT', 3000),
     host: env.HOST ?? '127.0.0.1',

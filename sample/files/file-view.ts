@@ -14,5 +14,10 @@ export interface FileView {
 }
 
 export function toFileView(document: StoredDocument<FileContent>): FileView {
-  return { id: document.id, content: document.data.content, fencingToken: document.fencingToken, writes: document.writes };
+  return {
+    id: document.id,
+    content: document.data.content,
+    fencingToken: document.fencingToken,
+    writes: document.writes,
+  };
 }

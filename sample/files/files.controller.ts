@@ -62,10 +62,14 @@ export class FilesController {
     @Query('durationMs', new DefaultValuePipe(3_000), ParseIntPipe) durationMs: number,
     @CurrentLock() lock: LockHandle,
   ): Observable<MessageEvent> {
-    if (durationMs < 0 || durationMs > MAX_EDIT_MS) throw new BadRequestException(`durationMs must be 0..${MAX_EDIT_MS}.`);
+    if (durationMs < 0 || durationMs > MAX_EDIT_MS)
+      throw new BadRequestException(`durationMs must be 0..${MAX_EDIT_MS}.`);
     const edit$ = cancellable((signal) => this.files.append(id, text, durationMs, signal)).pipe(share());
     return merge(
-      of({ type: 'locked', data: { key: lock.key, fencingToken: lock.fencingToken.toString(), expiresAt: lock.expiresAt } }),
+      of({
+        type: 'locked',
+        data: { key: lock.key, fencingToken: lock.fencingToken.toString(), expiresAt: lock.expiresAt },
+      }),
       lock.renewals$.pipe(takeUntil(edit$), map(renewalEvent)),
       edit$.pipe(map((file) => ({ type: 'done', data: file }))),
     );

@@ -32,7 +32,12 @@ export class FilesService {
     const current = await this.store.read<FileContent>(FILES, id, { content: '' });
     await sleep(thinkMs, undefined, { signal: stop });
     stop.throwIfAborted();
-    const written = await this.store.write<FileContent>(FILES, id, { content: current.data.content + text }, lock.fencingToken);
+    const written = await this.store.write<FileContent>(
+      FILES,
+      id,
+      { content: current.data.content + text },
+      lock.fencingToken,
+    );
     return toFileView(written);
   }
 

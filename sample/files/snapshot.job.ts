@@ -22,7 +22,10 @@ export class SnapshotJob implements OnApplicationBootstrap, OnApplicationShutdow
     if (this.config.snapshotIntervalMs === 0) return;
     this.timer = setInterval(() => {
       this.running ??= this.snapshotAll()
-        .then(() => undefined, (error: unknown) => this.logger.warn(`Snapshot round failed: ${String(error)}`))
+        .then(
+          () => undefined,
+          (error: unknown) => this.logger.warn(`Snapshot round failed: ${String(error)}`),
+        )
         .finally(() => (this.running = undefined));
     }, this.config.snapshotIntervalMs);
     this.timer.unref();

@@ -16,7 +16,11 @@ export const SAMPLE_ROUTES: readonly SampleRoute[] = [
     what: 'append text under @WithLock("file:<<id>>"); concurrent writes queue, none is lost',
     curl: `curl -X PUT $URL/files/readme -H 'content-type: application/json' -d '{"text":"hello "}'`,
   },
-  { route: 'GET /files/:id', what: 'read a file (content, writes, last fencing token)', curl: 'curl $URL/files/readme' },
+  {
+    route: 'GET /files/:id',
+    what: 'read a file (content, writes, last fencing token)',
+    curl: 'curl $URL/files/readme',
+  },
   {
     route: 'PUT /files/:id/try',
     what: 'the same without waiting: 409 with Retry-After while someone else edits the file',
@@ -60,7 +64,11 @@ export class HomeController {
   @Header('content-type', 'text/plain; charset=utf-8')
   routes(@Headers('host') host: string | undefined): string {
     const url = `http://${host ?? `127.0.0.1:${this.config.port}`}`;
-    const lines = SAMPLE_ROUTES.flatMap((entry) => [`${entry.route}  ${entry.what}`, `  ${entry.curl.replaceAll('$URL', url)}`, '']);
+    const lines = SAMPLE_ROUTES.flatMap((entry) => [
+      `${entry.route}  ${entry.what}`,
+      `  ${entry.curl.replaceAll('$URL', url)}`,
+      '',
+    ]);
     return [`nest-distributed-lock sample (lock backend: ${this.config.backend})`, '', ...lines].join('\n');
   }
 }

@@ -10,7 +10,8 @@ export class AdminTokenGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const expected = process.env.ADMIN_TOKEN;
     if (!expected) return false;
-    const given = context.switchToHttp().getRequest<{ headers?: Record<string, string | string[] | undefined> }>().headers?.['x-admin-token'];
+    const given = context.switchToHttp().getRequest<{ headers?: Record<string, string | string[] | undefined> }>()
+      .headers?.['x-admin-token'];
     if (typeof given !== 'string') return false;
     const a = Buffer.from(given);
     const b = Buffer.from(expected);

@@ -6,7 +6,10 @@ import { HealthController } from './health.controller';
 
 /** Operations endpoints: `GET /health`, and the lock inspector at `GET /admin/locks/:key` behind AdminTokenGuard. */
 @Module({
-  imports: [TerminusModule.forRoot(), DistributedLockAdminModule.register({ path: 'admin/locks', guards: [AdminTokenGuard] })],
+  imports: [
+    TerminusModule.forRoot(),
+    DistributedLockAdminModule.register({ path: 'admin/locks', guards: [AdminTokenGuard] }),
+  ],
   controllers: [HealthController],
 })
 export class OpsModule {}

@@ -50,7 +50,9 @@ export class DocumentStore {
   async list(collection: string): Promise<string[]> {
     try {
       const names = await readdir(join(this.config.filesDir, collection));
-      return names.filter((name) => name.endsWith('.json')).map((name) => decodeURIComponent(name.slice(0, -'.json'.length)));
+      return names
+        .filter((name) => name.endsWith('.json'))
+        .map((name) => decodeURIComponent(name.slice(0, -'.json'.length)));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw error;

@@ -6,6 +6,9 @@ import { StaleWriteError } from './stale-write.error';
 @Catch(StaleWriteError)
 export class StaleWriteFilter extends BaseExceptionFilter {
   override catch(error: StaleWriteError, host: ArgumentsHost): void {
-    super.catch(new ConflictException({ statusCode: 409, error: 'Conflict', code: error.name, message: error.message }), host);
+    super.catch(
+      new ConflictException({ statusCode: 409, error: 'Conflict', code: error.name, message: error.message }),
+      host,
+    );
   }
 }

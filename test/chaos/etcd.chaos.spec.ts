@@ -11,15 +11,27 @@ describe('chaos on etcd', () => {
     expectScenarioToPass(await etcdClusterScenario(chaosProfileName()));
   }, 400_000);
 
-  it('7: a waiter whose lease expired while queued never acts on its vanished key (etcd#11456)', async () => {
-    expectScenarioToPass(await leaseExpiredWhileQueuedScenario(chaosProfileName()));
-  }, TIMEOUT);
+  it(
+    '7: a waiter whose lease expired while queued never acts on its vanished key (etcd#11456)',
+    async () => {
+      expectScenarioToPass(await leaseExpiredWhileQueuedScenario(chaosProfileName()));
+    },
+    TIMEOUT,
+  );
 
-  it('8: waiters survive watch compaction: no hang, no double grant', async () => {
-    expectScenarioToPass(await compactionScenario(chaosProfileName()));
-  }, TIMEOUT);
+  it(
+    '8: waiters survive watch compaction: no hang, no double grant',
+    async () => {
+      expectScenarioToPass(await compactionScenario(chaosProfileName()));
+    },
+    TIMEOUT,
+  );
 
-  it('13: `etcdctl lock` and LockService exclude each other on the same name, both ways', async () => {
-    expectScenarioToPass(await etcdctlInteropScenario(chaosProfileName()));
-  }, TIMEOUT);
+  it(
+    '13: `etcdctl lock` and LockService exclude each other on the same name, both ways',
+    async () => {
+      expectScenarioToPass(await etcdctlInteropScenario(chaosProfileName()));
+    },
+    TIMEOUT,
+  );
 });

@@ -30,8 +30,17 @@ const stats = (value: number, accepted: number, extra: Partial<RegisterStats['ke
 
 describe('the history checker', () => {
   it('finds nothing wrong in a clean history', () => {
-    const report = checkHistory([section('a', 1, 0, 10), section('b', 2, 11, 20), section('a', 3, 21, 30)], stats(3, 3));
-    expect(report).toMatchObject({ sections: 3, overlaps: [], unsafeOverlaps: [], tokenOrderViolations: 0, lostUpdates: 0 });
+    const report = checkHistory(
+      [section('a', 1, 0, 10), section('b', 2, 11, 20), section('a', 3, 21, 30)],
+      stats(3, 3),
+    );
+    expect(report).toMatchObject({
+      sections: 3,
+      overlaps: [],
+      unsafeOverlaps: [],
+      tokenOrderViolations: 0,
+      lostUpdates: 0,
+    });
   });
 
   it('tells a zombie (granted after the earlier validity ended) from a double grant inside it', () => {
@@ -46,7 +55,10 @@ describe('the history checker', () => {
   });
 
   it('counts each overlapped section once, however many grants landed in it', () => {
-    const report = checkHistory([section('a', 1, 0, 3_000), section('b', 2, 1_500, 1_600), section('c', 3, 1_700, 1_800)], stats(2, 2));
+    const report = checkHistory(
+      [section('a', 1, 0, 3_000), section('b', 2, 1_500, 1_600), section('c', 3, 1_700, 1_800)],
+      stats(2, 2),
+    );
     expect(report.overlaps).toHaveLength(1);
   });
 

@@ -6,11 +6,19 @@ import { loadScenario } from './scenarios/load';
 const TIMEOUT = 300_000;
 
 describe.each(['memory', 'redis', 'etcd', 'zookeeper'] as const)('chaos 11 and 12 on %s', (backend) => {
-  it('11: thousands of cycles then close(): nothing left open, the process exits alone, the heap stays flat', async () => {
-    expectScenarioToPass(await leaksScenario(backend, chaosProfileName()));
-  }, TIMEOUT);
+  it(
+    '11: thousands of cycles then close(): nothing left open, the process exits alone, the heap stays flat',
+    async () => {
+      expectScenarioToPass(await leaksScenario(backend, chaosProfileName()));
+    },
+    TIMEOUT,
+  );
 
-  it('12: 200 contenders over 1 000 Zipf-chosen keys: zero overlaps, nothing lost', async () => {
-    expectScenarioToPass(await loadScenario(backend, chaosProfileName()));
-  }, TIMEOUT);
+  it(
+    '12: 200 contenders over 1 000 Zipf-chosen keys: zero overlaps, nothing lost',
+    async () => {
+      expectScenarioToPass(await loadScenario(backend, chaosProfileName()));
+    },
+    TIMEOUT,
+  );
 });

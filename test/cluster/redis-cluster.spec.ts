@@ -18,7 +18,15 @@ const MARGIN = 5_000;
 const SUBSCRIBER_NAME = 'nest-distributed-lock:subscriber';
 
 /** Keys whose hash tags land all over the slot space, and a few built to look like other keys' tags. */
-const KEYS = [...Array.from({ length: 40 }, (_, index) => `order:${index}`), '{a}', 'a', 'a}b{c', '{}', 'x{y}z', '%7Ba%7D'];
+const KEYS = [
+  ...Array.from({ length: 40 }, (_, index) => `order:${index}`),
+  '{a}',
+  'a',
+  'a}b{c',
+  '{}',
+  'x{y}z',
+  '%7Ba%7D',
+];
 
 describe('Redis Cluster (3 masters)', () => {
   let cluster: TestRedisCluster;
@@ -43,7 +51,9 @@ describe('Redis Cluster (3 masters)', () => {
 
   function client(): Cluster {
     const created = cluster.client();
-    opened.push({ close: async () => (created.status === 'ready' ? created.quit().catch(() => undefined) : created.disconnect()) });
+    opened.push({
+      close: async () => (created.status === 'ready' ? created.quit().catch(() => undefined) : created.disconnect()),
+    });
     return created;
   }
 
@@ -72,7 +82,9 @@ describe('Redis Cluster (3 masters)', () => {
     const node = cluster.nodeClient(index);
     try {
       const list = (await node.client('LIST')) as string;
-      return list.split('\n').filter((line) => line.split(' ').some((field) => field.startsWith('name=') && field.includes(name))).length;
+      return list
+        .split('\n')
+        .filter((line) => line.split(' ').some((field) => field.startsWith('name=') && field.includes(name))).length;
     } finally {
       node.disconnect();
     }
@@ -137,7 +149,8 @@ describe('Redis Cluster (3 masters)', () => {
       );
       expect(unexpiring.flat()).toEqual([]);
       await Promise.all(held.map((lock) => lock.release()));
-      for (const node of nodes) await eventually(async () => (await node.keys(`${ns}:*`)).length === 0, 500 + 200 + 3_000);
+      for (const node of nodes)
+        await eventually(async () => (await node.keys(`${ns}:*`)).length === 0, 500 + 200 + 3_000);
     } finally {
       nodes.forEach((node) => node.disconnect());
     }
@@ -147,7 +160,8 @@ describe('Redis Cluster (3 masters)', () => {
     const owner = await ownerOfSlots();
     // One key per master.
     const perNode = new Map<number, string>();
-    for (const key of KEYS) perNode.set(owner(slotOfTag(encodeKeyPart(key))), perNode.get(owner(slotOfTag(encodeKeyPart(key)))) ?? key);
+    for (const key of KEYS)
+      perNode.set(owner(slotOfTag(encodeKeyPart(key))), perNode.get(owner(slotOfTag(encodeKeyPart(key)))) ?? key);
     expect(perNode.size).toBe(3);
 
     const holder = service();
@@ -165,7 +179,9 @@ describe('Redis Cluster (3 masters)', () => {
     }
     // All of that went through one subscriber connection (ioredis names it after ours), on one of the three
     // nodes: so two of the three releases were published on another node and reached it over the cluster bus.
-    const subscribers = await Promise.all(cluster.nodes.map((_, index) => connectionsNamed(index, `ioredis-cluster(subscriber):${SUBSCRIBER_NAME}`)));
+    const subscribers = await Promise.all(
+      cluster.nodes.map((_, index) => connectionsNamed(index, `ioredis-cluster(subscriber):${SUBSCRIBER_NAME}`)),
+    );
     expect(subscribers.reduce((sum, count) => sum + count, 0)).toBe(1);
   });
 
@@ -178,7 +194,12 @@ describe('Redis Cluster (3 masters)', () => {
     // Steady state: every master has the extend script (a first batch also loads it, with one more pipeline).
     await Promise.all(own.nodes('master').map((node) => node.script('LOAD', EXTEND_SCRIPT.source)));
     const pipelines = jest.spyOn(own, 'pipeline');
-    const results = await backend.extendMany(requests.map((request, index) => ({ lock: { ...request, fencingToken: grants[index]!.fencingToken }, ttl: 60_000 })));
+    const results = await backend.extendMany(
+      requests.map((request, index) => ({
+        lock: { ...request, fencingToken: grants[index]!.fencingToken },
+        ttl: 60_000,
+      })),
+    );
     expect(pipelines.mock.calls.length).toBeLessThanOrEqual(3);
     pipelines.mockRestore();
     expect(results.filter((result) => typeof result === 'number')).toHaveLength(KEYS.length);
@@ -186,11 +207,20 @@ describe('Redis Cluster (3 masters)', () => {
     // After a flush (as after a restart), each master gets the script's source once, not once per lock.
     const masters = own.nodes('master');
     await Promise.all(masters.map(async (node) => (await node.script('FLUSH'), await node.config('RESETSTAT'))));
-    const again = await backend.extendMany(requests.map((request, index) => ({ lock: { ...request, fencingToken: grants[index]!.fencingToken }, ttl: 60_000 })));
+    const again = await backend.extendMany(
+      requests.map((request, index) => ({
+        lock: { ...request, fencingToken: grants[index]!.fencingToken },
+        ttl: 60_000,
+      })),
+    );
     expect(again.filter((result) => typeof result === 'number')).toHaveLength(KEYS.length);
-    const evals = await Promise.all(masters.map(async (node) => Number(/cmdstat_eval:calls=(\d+)/.exec(await node.info('commandstats'))?.[1] ?? 0)));
+    const evals = await Promise.all(
+      masters.map(async (node) => Number(/cmdstat_eval:calls=(\d+)/.exec(await node.info('commandstats'))?.[1] ?? 0)),
+    );
     expect(Math.max(...evals)).toBe(1);
-    await Promise.all(requests.map((request, index) => backend.release({ ...request, fencingToken: grants[index]!.fencingToken })));
+    await Promise.all(
+      requests.map((request, index) => backend.release({ ...request, fencingToken: grants[index]!.fencingToken })),
+    );
   });
 
   it('FIFO mode works on a Cluster: queued waiters are granted in order', async () => {

@@ -25,12 +25,23 @@ const FIXTURES = {
 /** The app's Redis module for each client package (test/consumers/app/clients). */
 const CLIENT_MODULES = { ioredis: 'ioredis.module.ts', redis: 'node-redis.module.ts' };
 const OPTIONAL_PEERS = ['etcd3', 'node-zookeeper-client', '@nestjs/terminus', '@opentelemetry/api', '@nestjs/schedule'];
-const REPORTED = ['nest-distributed-lock', '@nestjs/common', '@nestjs/core', 'ioredis', 'redis', 'typescript', 'rxjs', '@nestjs/terminus', '@nestjs/schedule'];
+const REPORTED = [
+  'nest-distributed-lock',
+  '@nestjs/common',
+  '@nestjs/core',
+  'ioredis',
+  'redis',
+  'typescript',
+  'rxjs',
+  '@nestjs/terminus',
+  '@nestjs/schedule',
+];
 
 const args = process.argv.slice(2);
 const option = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
 const fixtures = option('--fixture') ? [option('--fixture')] : Object.keys(FIXTURES);
-for (const fixture of fixtures) if (!FIXTURES[fixture]) fail(`unknown fixture ${fixture}; known: ${Object.keys(FIXTURES).join(', ')}`);
+for (const fixture of fixtures)
+  if (!FIXTURES[fixture]) fail(`unknown fixture ${fixture}; known: ${Object.keys(FIXTURES).join(', ')}`);
 
 function fail(message) {
   console.error(`consumers: ${message}`);
@@ -60,9 +71,13 @@ function freePort() {
 
 async function startRedis(dir) {
   const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   await new Promise((ready, reject) => {
     let output = '';
     child.once('exit', (code) => reject(new Error(`redis-server exited with ${code}: ${output}`)));
@@ -96,7 +111,11 @@ function extractDocBlocks(target) {
 function listMarkdown(dir) {
   if (!existsSync(dir)) return [];
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory() ? listMarkdown(join(dir, entry.name)) : entry.name.endsWith('.md') ? [join(dir, entry.name)] : [],
+    entry.isDirectory()
+      ? listMarkdown(join(dir, entry.name))
+      : entry.name.endsWith('.md')
+        ? [join(dir, entry.name)]
+        : [],
   );
 }
 
@@ -121,7 +140,8 @@ async function testFixture(fixture, client, tarball, redisUrl, work) {
   run('npm', ['install', '--no-audit', '--no-fund', tarball, `${clientPackage}@^${clientMajor}`], dir);
   const otherClient = clientPackage === 'ioredis' ? 'redis' : 'ioredis';
   const present = [...OPTIONAL_PEERS, otherClient].filter((name) => existsSync(join(dir, 'node_modules', name)));
-  if (present.length > 0) throw new Error(`optional peers were installed without being asked for: ${present.join(', ')}`);
+  if (present.length > 0)
+    throw new Error(`optional peers were installed without being asked for: ${present.join(', ')}`);
   run('npx', ['tsc', '-p', 'tsconfig.json'], dir);
   run('node', ['--test', 'dist/test/'], dir, { REDIS_URL: redisUrl });
 
@@ -133,8 +153,15 @@ async function testFixture(fixture, client, tarball, redisUrl, work) {
   run(
     'npm',
     [
-      'install', '--no-audit', '--no-fund', `@nestjs/terminus@^${nestMajor}`, `@nestjs/schedule@^${scheduleMajor}`,
-      'etcd3', 'node-zookeeper-client', '@opentelemetry/api', otherClientSpec,
+      'install',
+      '--no-audit',
+      '--no-fund',
+      `@nestjs/terminus@^${nestMajor}`,
+      `@nestjs/schedule@^${scheduleMajor}`,
+      'etcd3',
+      'node-zookeeper-client',
+      '@opentelemetry/api',
+      otherClientSpec,
     ],
     dir,
   );
@@ -142,7 +169,11 @@ async function testFixture(fixture, client, tarball, redisUrl, work) {
   const blocks = extractDocBlocks(join(dir, 'doc-blocks'));
   writeFileSync(
     join(dir, 'tsconfig.extras.json'),
-    JSON.stringify({ extends: './tsconfig.json', include: ['src', 'test', 'extras', 'doc-blocks', join(here, 'doc-prelude.d.ts')] }, null, 2),
+    JSON.stringify(
+      { extends: './tsconfig.json', include: ['src', 'test', 'extras', 'doc-blocks', join(here, 'doc-prelude.d.ts')] },
+      null,
+      2,
+    ),
   );
   run('npx', ['tsc', '-p', 'tsconfig.extras.json'], dir);
   run('node', ['--test', 'dist/extras/'], dir, { REDIS_URL: redisUrl });
@@ -155,7 +186,10 @@ async function main() {
   let redis;
   try {
     run('npm', ['pack', '--pack-destination', work], root);
-    const tarball = join(work, readdirSync(work).find((name) => name.endsWith('.tgz')));
+    const tarball = join(
+      work,
+      readdirSync(work).find((name) => name.endsWith('.tgz')),
+    );
     run('npx', ['publint', '--strict', tarball], root);
     run('npx', ['attw', tarball], root);
 
@@ -182,7 +216,9 @@ async function main() {
   console.log(`|---|---|---|---|${REPORTED.map(() => '---').join('|')}|`);
   for (const row of results) {
     const versions = REPORTED.map((name) => row.versions?.[name] ?? '?');
-    console.log(`| ${row.fixture} | ${row.client} | ${row.passed ? 'pass' : `FAIL: ${row.error}`} | ${row.blocks ?? '?'} | ${versions.join(' | ')} |`);
+    console.log(
+      `| ${row.fixture} | ${row.client} | ${row.passed ? 'pass' : `FAIL: ${row.error}`} | ${row.blocks ?? '?'} | ${versions.join(' | ')} |`,
+    );
   }
   const failed = results.filter((row) => !row.passed).length;
   console.log(`\nconsumers: ${results.length - failed} passed, ${failed} failed`);

@@ -11,7 +11,9 @@ describe('error classes', () => {
     const sources = files.map((file) => readFileSync(join(ERRORS_DIR, file), 'utf8'));
     const classes = sources.map((source) => /export class (\w+)/.exec(source)?.[1]);
     expect(classes).not.toContain(undefined);
-    sources.forEach((source, index) => expect(source).toMatch(new RegExp(`readonly name(: string)? = '${classes[index]}'`)));
+    sources.forEach((source, index) =>
+      expect(source).toMatch(new RegExp(`readonly name(: string)? = '${classes[index]}'`)),
+    );
     for (const name of classes as string[]) {
       const ErrorClass = (errors as Record<string, unknown>)[name] as abstract new (...args: never[]) => Error;
       expect(ErrorClass).toBeDefined();
@@ -23,7 +25,9 @@ describe('error classes', () => {
   it('no error class is declared outside lib/errors', () => {
     const outside = walk(LIB_DIR)
       .filter((file) => !file.startsWith(ERRORS_DIR) && file.endsWith('.ts'))
-      .flatMap((file) => [...readFileSync(file, 'utf8').matchAll(/export class (\w+) extends (\w*Error)\b/g)].map((match) => match[1]));
+      .flatMap((file) =>
+        [...readFileSync(file, 'utf8').matchAll(/export class (\w+) extends (\w*Error)\b/g)].map((match) => match[1]),
+      );
     expect(outside).toEqual([]);
   });
 });

@@ -30,7 +30,14 @@ function lostPromise(signal: AbortSignal): Promise<unknown> {
 
 /** What the core hands the backend for a held handle (LockHandle keeps its own copy private). */
 function heldLock(handle: LockHandle): HeldLock {
-  return { namespace: 'batcher', key: handle.key, token: handle.token, mode: 'exclusive', ttl: 10_000, fencingToken: handle.fencingToken };
+  return {
+    namespace: 'batcher',
+    key: handle.key,
+    token: handle.token,
+    mode: 'exclusive',
+    ttl: 10_000,
+    fencingToken: handle.fencingToken,
+  };
 }
 
 describe('ExtendBatcher', () => {
@@ -53,7 +60,10 @@ describe('ExtendBatcher', () => {
     await b.release();
     const batcher = ExtendBatcher.for(backend);
     const deadline = monotonicNow() + 5_000;
-    const [forA, forB] = await Promise.all([batcher.extend(heldLock(a), 20_000, deadline), batcher.extend(heldLock(b), 20_000, deadline)]);
+    const [forA, forB] = await Promise.all([
+      batcher.extend(heldLock(a), 20_000, deadline),
+      batcher.extend(heldLock(b), 20_000, deadline),
+    ]);
     expect(backend.batches).toEqual([2]);
     expect(forA).toBeGreaterThan(monotonicNow() + 15_000);
     // b was released: the backend answers null for it alone.
@@ -81,7 +91,9 @@ describe('ExtendBatcher', () => {
     const first = await early;
     expect(first).toEqual({ name: 'early', error: expect.any(LockBackendError) });
     // The message gives the validity that was left when the call was made, not what is left at the timeout (0).
-    const allowed = Number(/no reply within the (\d+) ms of validity left/.exec((first as { error: Error }).error.message)?.[1]);
+    const allowed = Number(
+      /no reply within the (\d+) ms of validity left/.exec((first as { error: Error }).error.message)?.[1],
+    );
     expect(allowed).toBeGreaterThanOrEqual(100);
     expect(allowed).toBeLessThanOrEqual(150);
     // The later deadline has not passed yet, so that extend is still waiting.

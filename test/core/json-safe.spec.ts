@@ -1,6 +1,13 @@
 import fc from 'fast-check';
 import { firstValueFrom, lastValueFrom } from 'rxjs';
-import { HeldLocksTracker, LockAdminController, LockHealthIndicator, LockLostError, LockService, LockTimeoutError } from '../../lib';
+import {
+  HeldLocksTracker,
+  LockAdminController,
+  LockHealthIndicator,
+  LockLostError,
+  LockService,
+  LockTimeoutError,
+} from '../../lib';
 import type { AcquireRequest, HeldLock, LockBackend, LockGrant } from '../../lib';
 import { jsonSafe, toJson } from '../../lib/utils/json';
 import { FaultyBackend } from './faulty-backend';
@@ -13,7 +20,12 @@ describe('JSON-safe values', () => {
   it('a fencing token of any size becomes its decimal string, wherever it sits', () => {
     fc.assert(
       fc.property(fc.bigInt({ min: 0n, max: 2n ** 128n }), fc.string(), (fencingToken, key) => {
-        const handed = jsonSafe({ key, fencingToken, holders: [{ fencingToken, since: 1 }], error: new LockTimeoutError(key, 5) });
+        const handed = jsonSafe({
+          key,
+          fencingToken,
+          holders: [{ fencingToken, since: 1 }],
+          error: new LockTimeoutError(key, 5),
+        });
         const parsed = JSON.parse(JSON.stringify(handed));
         expect(parsed).toEqual({
           key,
@@ -59,8 +71,12 @@ describe('JSON-safe values', () => {
           await firstValueFrom(lock.renewals$);
           const inspection = send(await locks.inspect('file:1'));
           expect(inspection.holders).toEqual([expect.objectContaining({ fencingToken: expectedToken })]);
-          expect(send(tracker.list())).toEqual([expect.objectContaining({ key: 'file:1', fencingToken: expectedToken })]);
-          expect(send(new LockAdminController(locks, tracker).held())).toMatchObject({ held: [{ fencingToken: expectedToken }] });
+          expect(send(tracker.list())).toEqual([
+            expect.objectContaining({ key: 'file:1', fencingToken: expectedToken }),
+          ]);
+          expect(send(new LockAdminController(locks, tracker).held())).toMatchObject({
+            held: [{ fencingToken: expectedToken }],
+          });
           expect(send(await new LockHealthIndicator(locks).isHealthy())).toMatchObject({ lock: { status: 'up' } });
           const timeout = await locks.acquire('file:1', { waitTimeout: 20 }).catch((error: unknown) => error);
           expect(send(timeout)).toMatchObject({ name: 'LockTimeoutError', key: 'file:1' });
@@ -76,8 +92,13 @@ describe('JSON-safe values', () => {
           expect(renewals.map((renewal) => renewal.type)).toEqual(expect.arrayContaining(['renewed', 'at-risk']));
           for (const renewal of renewals) expect(renewal.fencingToken).toBe(expectedToken);
           const atRisk = renewals.find((renewal) => renewal.type === 'at-risk')!;
-          expect(atRisk.error).toMatchObject({ name: 'LockBackendError', message: expect.stringContaining('ECONNRESET') });
-          expect(new Set(events.map((event) => event.type))).toEqual(new Set(['acquired', 'renewed', 'timeout', 'at-risk', 'lost', 'released']));
+          expect(atRisk.error).toMatchObject({
+            name: 'LockBackendError',
+            message: expect.stringContaining('ECONNRESET'),
+          });
+          expect(new Set(events.map((event) => event.type))).toEqual(
+            new Set(['acquired', 'renewed', 'timeout', 'at-risk', 'lost', 'released']),
+          );
           for (const event of events) {
             if (event.type !== 'timeout') expect(event.fencingToken).toMatch(/^\d+$/);
             if (event.key === 'file:1' && event.type !== 'timeout') expect(event.fencingToken).toBe(expectedToken);

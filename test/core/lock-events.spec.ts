@@ -9,18 +9,21 @@ describe('LockService.events$ and maxHold', () => {
     const locks = new LockService(new MemoryLockBackend(), { keyPrefix: 'events', instanceId: 'api-1' });
     const events: LockEvent[] = [];
     locks.events$.subscribe((event) => events.push(event));
-    await runInLockScope(
-      async () => {
-        const lock = await locks.acquire('file:1', { ttl: 150 });
-        await firstValueFrom(lock.renewals$);
-        await expect(locks.acquire('file:1', { waitTimeout: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
-        await lock.release();
-      },
-      'req-42',
-    );
+    await runInLockScope(async () => {
+      const lock = await locks.acquire('file:1', { ttl: 150 });
+      await firstValueFrom(lock.renewals$);
+      await expect(locks.acquire('file:1', { waitTimeout: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
+      await lock.release();
+    }, 'req-42');
     expect(events.map((e) => e.type)).toEqual(['acquired', 'renewed', 'timeout', 'released']);
     for (const event of events) {
-      expect(event).toMatchObject({ key: 'file:1', namespace: 'events', backend: 'memory', requestId: 'req-42', mode: 'exclusive' });
+      expect(event).toMatchObject({
+        key: 'file:1',
+        namespace: 'events',
+        backend: 'memory',
+        requestId: 'req-42',
+        mode: 'exclusive',
+      });
       expect(event.holder).toMatch(/\/\d+\/api-1$/);
     }
     const [acquired, , timeout, released] = events as [

@@ -60,7 +60,13 @@ describe('LockHandle watchdog (core, over the memory backend with injected fault
     const lock = await locks.acquire('file:3', { ttl: 300 });
     const streamError = lastValueFrom(lock.renewals$).catch((e) => e);
     // Someone else's view: the key expired and was taken over.
-    await backend.inner.release({ namespace: 'core-test', key: 'file:3', token: lock.token, ttl: 300, fencingToken: lock.fencingToken });
+    await backend.inner.release({
+      namespace: 'core-test',
+      key: 'file:3',
+      token: lock.token,
+      ttl: 300,
+      fencingToken: lock.fencingToken,
+    });
     const thief = await locks.acquire('file:3', { ttl: 10_000 });
     const reason = await lostPromise(lock.signal);
     expect(reason).toBeInstanceOf(LockLostError);
@@ -176,7 +182,13 @@ describe('LockService (core)', () => {
     const outcome = locks.run(
       'r',
       async (lock) => {
-        await backend.inner.release({ namespace: 'core-test', key: 'r', token: lock.token, ttl: 1, fencingToken: lock.fencingToken });
+        await backend.inner.release({
+          namespace: 'core-test',
+          key: 'r',
+          token: lock.token,
+          ttl: 1,
+          fencingToken: lock.fencingToken,
+        });
         await lostPromise(lock.signal);
         return 'done anyway';
       },
@@ -219,7 +231,7 @@ describe('LockService (core)', () => {
 });
 
 describe('LockService: cancelling a wait', () => {
-  it('stops waiting, leaves the queue and rejects with the caller\'s reason when options.signal aborts', async () => {
+  it("stops waiting, leaves the queue and rejects with the caller's reason when options.signal aborts", async () => {
     const locks = new LockService(new FaultyBackend());
     const holder = await locks.acquire('k');
     const controller = new AbortController();

@@ -79,17 +79,29 @@ describe('lock kinds on the memory backend: read/write locks and semaphores', ()
     const limited: LockBackend = new FaultyBackend();
     const service = new LockService(limited);
     await expect(service.acquire('x', { mode: 'read' })).rejects.toBeInstanceOf(LockNotSupportedError);
-    await expect(service.acquire('x', { permits: 2 })).rejects.toThrow(/faulty-memory backend does not support permits/);
+    await expect(service.acquire('x', { permits: 2 })).rejects.toThrow(
+      /faulty-memory backend does not support permits/,
+    );
     await service.close();
   });
 
   it('run(): a nested read inside a held write reuses it; upgrading a held read to write is refused', async () => {
-    await locks.run('doc', async (writer) => {
-      await locks.run('doc', async (reader) => expect(reader).toBe(writer), { mode: 'read' });
-    }, { mode: 'write' });
-    await locks.run('doc', async () => {
-      await expect(locks.run('doc', async () => 'never', { mode: 'write' })).rejects.toBeInstanceOf(LockNotSupportedError);
-    }, { mode: 'read' });
+    await locks.run(
+      'doc',
+      async (writer) => {
+        await locks.run('doc', async (reader) => expect(reader).toBe(writer), { mode: 'read' });
+      },
+      { mode: 'write' },
+    );
+    await locks.run(
+      'doc',
+      async () => {
+        await expect(locks.run('doc', async () => 'never', { mode: 'write' })).rejects.toBeInstanceOf(
+          LockNotSupportedError,
+        );
+      },
+      { mode: 'read' },
+    );
   });
 });
 
@@ -107,7 +119,10 @@ describe('LockService.inspect on the memory backend', () => {
     expect(seen.holders[0]).toMatchObject({ mode: 'exclusive', fencingToken: holder.fencingToken });
     expect(seen.holders[0].holder).toMatch(/\/a$/);
     expect(seen.holders[0].expiresAt!).toBeGreaterThan(Date.now());
-    expect(seen.waiters!.map((w) => [w.mode, w.holder!.split('/').pop()])).toEqual([['read', 'b'], ['exclusive', 'a']]);
+    expect(seen.waiters!.map((w) => [w.mode, w.holder!.split('/').pop()])).toEqual([
+      ['read', 'b'],
+      ['exclusive', 'a'],
+    ]);
     await holder.release();
     await (await w1).release();
     await (await w2).release();

@@ -22,7 +22,13 @@ describe('RenewalScheduler', () => {
       const names = ['late', 'early', 'middle'];
       const delays = [60, 20, 40];
       // A period of 1 s gives 100 ms of slack: when 'early' is due, the other two are close enough to join it.
-      names.forEach((name, index) => scheduler.schedule(renewal(name, fired, () => fired.length === 3 && resolve()), delays[index], 1_000));
+      names.forEach((name, index) =>
+        scheduler.schedule(
+          renewal(name, fired, () => fired.length === 3 && resolve()),
+          delays[index],
+          1_000,
+        ),
+      );
     });
     await done;
     expect(fired).toEqual(['early', 'middle', 'late']);

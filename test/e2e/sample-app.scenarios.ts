@@ -28,7 +28,7 @@ export function describeSampleApp(backend: 'redis' | 'etcd', backendEnv: () => R
       const started = await Promise.allSettled(['a', 'b', 'c'].map((name) => startSample(`${backend}-${name}`, env)));
       apps = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
       const failed = started.find((result) => result.status === 'rejected');
-      if (failed) throw (failed).reason;
+      if (failed) throw failed.reason;
     }, 180_000);
 
     afterAll(async () => {
@@ -131,7 +131,10 @@ export function describeSampleApp(backend: 'redis' | 'etcd', backendEnv: () => R
       );
       const responses = await Promise.all(transfers);
       expect(responses.map((response) => response.status)).toEqual(transfers.map(() => 201));
-      const [balanceA, balanceB] = await Promise.all([request(apps[0].url).get(`/accounts/${a}`), request(apps[1].url).get(`/accounts/${b}`)]);
+      const [balanceA, balanceB] = await Promise.all([
+        request(apps[0].url).get(`/accounts/${a}`),
+        request(apps[1].url).get(`/accounts/${b}`),
+      ]);
       expect(balanceA.body.balance).toBe(100 - 3 + 6);
       expect(balanceB.body.balance).toBe(100 + 3 - 6);
     });
@@ -139,17 +142,22 @@ export function describeSampleApp(backend: 'redis' | 'etcd', backendEnv: () => R
     // Last: it stops one of the processes.
     it('elects one leader that runs the leader-only job, and hands over to another process when it stops', async () => {
       const leaderOf = async () => {
-        const views = await Promise.all(apps.map(async (app) => ({ app, body: (await request(app.url).get('/leader')).body })));
+        const views = await Promise.all(
+          apps.map(async (app) => ({ app, body: (await request(app.url).get('/leader')).body })),
+        );
         return { views, leaders: views.filter((view) => view.body.thisInstance.isLeader) };
       };
       // Campaigns start in the background at bootstrap: wait for the first term, then for a job run.
       const first = await eventually(async () => {
         const { views, leaders } = await leaderOf();
-        return leaders.length === 1 && leaders[0].body.thisInstance.job.runs > 0 ? { views, leader: leaders[0] } : undefined;
+        return leaders.length === 1 && leaders[0].body.thisInstance.job.runs > 0
+          ? { views, leader: leaders[0] }
+          : undefined;
       });
       const term = BigInt(first.leader.body.leader.term);
       for (const view of first.views) expect(view.body.leader).toEqual(first.leader.body.leader);
-      for (const view of first.views.filter((entry) => entry !== first.leader)) expect(view.body.thisInstance.job.runs).toBe(0);
+      for (const view of first.views.filter((entry) => entry !== first.leader))
+        expect(view.body.thisInstance.job.runs).toBe(0);
 
       await first.leader.app.stop(); // SIGTERM: the app resigns on shutdown
       apps = apps.filter((app) => app !== first.leader.app);

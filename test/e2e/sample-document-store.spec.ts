@@ -31,10 +31,15 @@ describe('sample DocumentStore', () => {
 
   it('rejects a write with a lower fencing token than one already accepted', async () => {
     await store.write('files', 'a', { content: 'new holder' }, 8n);
-    await expect(store.write('files', 'a', { content: 'paused old holder' }, 7n)).rejects.toBeInstanceOf(StaleWriteError);
+    await expect(store.write('files', 'a', { content: 'paused old holder' }, 7n)).rejects.toBeInstanceOf(
+      StaleWriteError,
+    );
     expect((await store.read('files', 'a', null)).data).toEqual({ content: 'new holder' });
     // The same holder may write again with its token.
-    await expect(store.write('files', 'a', { content: 'again' }, 8n)).resolves.toMatchObject({ writes: 2, fencingToken: '8' });
+    await expect(store.write('files', 'a', { content: 'again' }, 8n)).resolves.toMatchObject({
+      writes: 2,
+      fencingToken: '8',
+    });
   });
 
   it('keeps ids inside the collection directory', async () => {
@@ -54,7 +59,10 @@ describe('sample StaleWriteFilter', () => {
     try {
       const response = await request(app.getHttpServer()).put('/stale');
       expect(response.status).toBe(409);
-      expect(response.body).toMatchObject({ code: 'StaleWriteError', message: expect.stringContaining('token 5 was already accepted') });
+      expect(response.body).toMatchObject({
+        code: 'StaleWriteError',
+        message: expect.stringContaining('token 5 was already accepted'),
+      });
     } finally {
       await app.close();
     }

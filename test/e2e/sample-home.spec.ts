@@ -50,12 +50,15 @@ describe('sample GET /', () => {
     }
   });
 
-  it.each(SAMPLE_ROUTES.map((entry) => [entry.route, entry.curl]))('%s: its curl line reaches a route', async (_route, curl) => {
-    const { method, path, headers, body } = parseCurl(curl.replaceAll('$ADMIN_TOKEN', 'secret'));
-    let call = request(app.getHttpServer())[method.toLowerCase() as 'get' | 'put' | 'post'](path);
-    for (const [name, value] of Object.entries(headers)) call = call.set(name, value);
-    const response = await (body === undefined ? call : call.send(body));
-    expect(response.status).not.toBe(404);
-    expect(response.status).toBeLessThan(500);
-  });
+  it.each(SAMPLE_ROUTES.map((entry) => [entry.route, entry.curl]))(
+    '%s: its curl line reaches a route',
+    async (_route, curl) => {
+      const { method, path, headers, body } = parseCurl(curl.replaceAll('$ADMIN_TOKEN', 'secret'));
+      let call = request(app.getHttpServer())[method.toLowerCase() as 'get' | 'put' | 'post'](path);
+      for (const [name, value] of Object.entries(headers)) call = call.set(name, value);
+      const response = await (body === undefined ? call : call.send(body));
+      expect(response.status).not.toBe(404);
+      expect(response.status).toBeLessThan(500);
+    },
+  );
 });

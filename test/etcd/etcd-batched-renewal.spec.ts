@@ -23,7 +23,11 @@ describe('etcd: many held locks renew in batches (a few leases per keepalive str
     const handles = [];
     // Acquired in a few waves, as locks are in real life, so renewals fall due at different times.
     for (let wave = 0; wave < 3; wave++) {
-      handles.push(...(await Promise.all(Array.from({ length: HELD / 3 }, (_, i) => locks.acquire(`file:${wave}-${i}`, { ttl: 4_000 })))));
+      handles.push(
+        ...(await Promise.all(
+          Array.from({ length: HELD / 3 }, (_, i) => locks.acquire(`file:${wave}-${i}`, { ttl: 4_000 })),
+        )),
+      );
     }
     const streams = jest.spyOn(client.leaseClient, 'leaseKeepAlive');
     await Promise.all(handles.map((handle) => firstValueFrom(handle.renewals$.pipe(skip(1)))));

@@ -57,11 +57,15 @@ export function etcdClusterFactory(cluster: () => TestEtcdCluster): BackendFacto
     vanishings: [
       {
         name: "deletion of the lock's key range with a raw client of the cluster",
-        run: (lock) => withRawClient(cluster, (client) => client.delete().prefix(lockPrefix(lock.namespace, lock.key)).exec()),
+        run: (lock) =>
+          withRawClient(cluster, (client) => client.delete().prefix(lockPrefix(lock.namespace, lock.key)).exec()),
       },
       {
         name: "revocation of the holder's lease with a raw client of the cluster",
-        run: (lock) => withRawClient(cluster, (client) => client.leaseClient.leaseRevoke({ ID: asEtcdLockState(lock.state).leaseId })),
+        run: (lock) =>
+          withRawClient(cluster, (client) =>
+            client.leaseClient.leaseRevoke({ ID: asEtcdLockState(lock.state).leaseId }),
+          ),
       },
     ],
   };

@@ -21,7 +21,10 @@ describe('EtcdLockBackend on a 3-member cluster while members fail', () => {
   const services: LockService[] = [];
 
   const service = (keyPrefix = 'cluster') => {
-    const locks = new LockService(new EtcdLockBackend({ hosts: cluster.endpoints }), { keyPrefix, operationTimeout: 10_000 });
+    const locks = new LockService(new EtcdLockBackend({ hosts: cluster.endpoints }), {
+      keyPrefix,
+      operationTimeout: 10_000,
+    });
     services.push(locks);
     return locks;
   };
@@ -56,7 +59,13 @@ describe('EtcdLockBackend on a 3-member cluster while members fail', () => {
     await cluster.members[leader].kill('SIGKILL');
     // Three more renewals after the crash: the lock lived through the election.
     const renewals = await within(
-      firstValueFrom(holder.renewals$.pipe(filter((event) => event.type === 'renewed'), take(3), toArray())),
+      firstValueFrom(
+        holder.renewals$.pipe(
+          filter((event) => event.type === 'renewed'),
+          take(3),
+          toArray(),
+        ),
+      ),
       FAILOVER_MS + FAILOVER_TTL,
       'three renewals after the leader was killed',
     );
@@ -74,21 +83,27 @@ describe('EtcdLockBackend on a 3-member cluster while members fail', () => {
     const [a, b] = [service(), service()];
     await cluster.members[1].stop();
 
-    const readers = await Promise.all([a, b].map((locks) => locks.acquire('one-down', { mode: 'read', ttl: TTL, waitTimeout: FAILOVER_MS })));
+    const readers = await Promise.all(
+      [a, b].map((locks) => locks.acquire('one-down', { mode: 'read', ttl: TTL, waitTimeout: FAILOVER_MS })),
+    );
     const writing = a.acquire('one-down', { mode: 'write', ttl: TTL, waitTimeout: FAILOVER_MS });
     await Promise.all(readers.map((reader) => reader.release()));
     const writer = await writing;
     expect(writer.fencingToken).toBeGreaterThan(readers[1].fencingToken);
     await writer.release();
 
-    const permits = await Promise.all([a, b].map((locks) => locks.acquire('one-down', { permits: 2, ttl: TTL, waitTimeout: FAILOVER_MS })));
+    const permits = await Promise.all(
+      [a, b].map((locks) => locks.acquire('one-down', { permits: 2, ttl: TTL, waitTimeout: FAILOVER_MS })),
+    );
     expect(await a.tryAcquire('one-down', { permits: 2, ttl: TTL })).toBeNull();
     await Promise.all(permits.map((permit) => permit.release()));
 
     await cluster.members[1].restart();
     await cluster.waitUntilHealthy();
     // A backend that only knows the restarted member sees the same locks: it caught up.
-    const only = new LockService(new EtcdLockBackend({ hosts: [cluster.members[1].endpoint] }), { keyPrefix: 'cluster' });
+    const only = new LockService(new EtcdLockBackend({ hosts: [cluster.members[1].endpoint] }), {
+      keyPrefix: 'cluster',
+    });
     services.push(only);
     const held = await a.acquire('rejoined', { ttl: TTL });
     expect(await within(only.isLocked('rejoined'), FAILOVER_MS, 'isLocked on the restarted member')).toBe(true);

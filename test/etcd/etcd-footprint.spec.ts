@@ -32,7 +32,10 @@ describe('etcd: footprint of many names taken once', () => {
       granted.push(String(lease.ID));
       return lease;
     });
-    const locks = new LockService(new EtcdLockBackend({ client }), { keyPrefix: 'footprint', defaults: { ttl: TTL_MS } });
+    const locks = new LockService(new EtcdLockBackend({ client }), {
+      keyPrefix: 'footprint',
+      defaults: { ttl: TTL_MS },
+    });
     try {
       let next = 0;
       const lane = async () => {
@@ -48,10 +51,16 @@ describe('etcd: footprint of many names taken once', () => {
       expect(granted.length).toBeLessThanOrEqual(20);
       // The idle sessions revoke their leases themselves, while the service stays open: within ttl + a margin.
       const releasedAt = Date.now();
-      await eventually(async () => {
-        const ttls = await Promise.all(granted.map(async (id) => Number((await admin.leaseClient.leaseTimeToLive({ ID: id })).TTL)));
-        return ttls.every((ttl) => ttl <= 0);
-      }, 'every lease the service granted is gone', TTL_MS + 5_000);
+      await eventually(
+        async () => {
+          const ttls = await Promise.all(
+            granted.map(async (id) => Number((await admin.leaseClient.leaseTimeToLive({ ID: id })).TTL)),
+          );
+          return ttls.every((ttl) => ttl <= 0);
+        },
+        'every lease the service granted is gone',
+        TTL_MS + 5_000,
+      );
       expect(Date.now() - releasedAt).toBeLessThan(TTL_MS + 5_000);
       expect((await admin.getAll().prefix('footprint/').keys()).length).toBe(0);
     } finally {

@@ -13,10 +13,16 @@ describe('etcd: renewal keepalive streams', () => {
   afterAll(() => client.close());
 
   it('spreads a batch over parallel streams of a few leases each, and answers every lease', async () => {
-    const leases = await Promise.all(Array.from({ length: LEASES_PER_KEEPALIVE_STREAM * 3 + 1 }, () => client.leaseClient.leaseGrant({ TTL: 10 })));
+    const leases = await Promise.all(
+      Array.from({ length: LEASES_PER_KEEPALIVE_STREAM * 3 + 1 }, () => client.leaseClient.leaseGrant({ TTL: 10 })),
+    );
     const streams = jest.spyOn(client.leaseClient, 'leaseKeepAlive');
     try {
-      const ttls = await keepAliveMany(client.leaseClient, leases.map((lease) => lease.ID), 5_000);
+      const ttls = await keepAliveMany(
+        client.leaseClient,
+        leases.map((lease) => lease.ID),
+        5_000,
+      );
       expect(streams).toHaveBeenCalledTimes(4);
       expect(leases.every((lease) => (ttls.get(String(lease.ID)) ?? 0) > 0)).toBe(true);
     } finally {
@@ -26,7 +32,10 @@ describe('etcd: renewal keepalive streams', () => {
   });
 
   it('keeps 1,000 locks of ttl 3 s held over several renewal periods while they are still being acquired', async () => {
-    const locks = new LockService(new EtcdLockBackend({ client }), { keyPrefix: 'keepalive-streams', defaults: { ttl: 3_000 } });
+    const locks = new LockService(new EtcdLockBackend({ client }), {
+      keyPrefix: 'keepalive-streams',
+      defaults: { ttl: 3_000 },
+    });
     const lost: string[] = [];
     try {
       const handles: LockHandle[] = [];

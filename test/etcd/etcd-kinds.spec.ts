@@ -7,7 +7,18 @@ import { lastValueFrom } from 'rxjs';
 import { LockLostError } from '../../lib/errors';
 import { LockService } from '../../lib/lock.service';
 import { outcome } from '../support/time';
-import { contenderKeys, contenders, eventually, held, lockRequest, NAMESPACE, queued, stateOf, track, watchedKeys } from './etcd-spec-helpers';
+import {
+  contenderKeys,
+  contenders,
+  eventually,
+  held,
+  lockRequest,
+  NAMESPACE,
+  queued,
+  stateOf,
+  track,
+  watchedKeys,
+} from './etcd-spec-helpers';
 
 const reader = (key: string, ttl?: number): AcquireRequest => ({ ...lockRequest(key, ttl), mode: 'read' });
 const writer = (key: string, ttl?: number): AcquireRequest => ({ ...lockRequest(key, ttl), mode: 'write' });
@@ -20,7 +31,10 @@ async function semaphoreEntries(client: Etcd3, key: string): Promise<IKeyValue[]
 }
 
 function semaphoreQueued(client: Etcd3, key: string, count: number): Promise<void> {
-  return eventually(async () => (await semaphoreEntries(client, key)).length === count, `${count} entries on semaphore "${key}"`);
+  return eventually(
+    async () => (await semaphoreEntries(client, key)).length === count,
+    `${count} entries on semaphore "${key}"`,
+  );
 }
 
 describe('EtcdLockBackend read/write locks and semaphores', () => {
@@ -47,7 +61,9 @@ describe('EtcdLockBackend read/write locks and semaphores', () => {
 
   /** Counts the backend's queue re-reads per contender key, to prove who was woken. */
   function countInspections(): { of(key: string): number; restore(): void } {
-    const etcd = (backend as unknown as { etcd: { inspect: (rules: unknown, key: string, revision: bigint) => Promise<unknown> } }).etcd;
+    const etcd = (
+      backend as unknown as { etcd: { inspect: (rules: unknown, key: string, revision: bigint) => Promise<unknown> } }
+    ).etcd;
     const original = etcd.inspect;
     const counts = new Map<string, number>();
     etcd.inspect = (rules, key, revision) => {
@@ -115,7 +131,10 @@ describe('EtcdLockBackend read/write locks and semaphores', () => {
       await eventually(() => watchedKeys(client).length === 3, 'three watchers are attached');
       expect(watchedKeys(client)).toEqual([k2, kw, kw].sort());
       await backend.release(held(r2, g2));
-      await eventually(() => watchedKeys(client).includes(k1) && !watchedKeys(client).includes(k2), 'the writer watches r1');
+      await eventually(
+        () => watchedKeys(client).includes(k1) && !watchedKeys(client).includes(k2),
+        'the writer watches r1',
+      );
       expect(writing.settled()).toBe(false);
       await backend.release(held(r1, g1));
 
@@ -227,7 +246,12 @@ describe('EtcdLockBackend read/write locks and semaphores', () => {
     type Internals = {
       etcd: {
         grant: (ttlSeconds: number) => Promise<{ id: string; ttlSeconds: number }>;
-        enqueue: (rules: unknown, key: string, token: string, leaseId: string) => Promise<{ createRevision: bigint; holds: boolean | undefined }>;
+        enqueue: (
+          rules: unknown,
+          key: string,
+          token: string,
+          leaseId: string,
+        ) => Promise<{ createRevision: bigint; holds: boolean | undefined }>;
       };
     };
     const internals = () => (backend as unknown as Internals).etcd;
@@ -309,7 +333,11 @@ describe('EtcdLockBackend read/write locks and semaphores', () => {
       const fourth = permit('three', 3);
       const fourthGrant = (await backend.tryAcquire(fourth))!;
       expect(fourthGrant.fencingToken).toBeGreaterThan(grants[2]!.fencingToken);
-      for (const [request, grant] of [[holders[0], grants[0]!], [holders[2], grants[2]!], [fourth, fourthGrant]] as const) {
+      for (const [request, grant] of [
+        [holders[0], grants[0]!],
+        [holders[2], grants[2]!],
+        [fourth, fourthGrant],
+      ] as const) {
         await backend.release(held(request, grant));
       }
     });
@@ -324,7 +352,10 @@ describe('EtcdLockBackend read/write locks and semaphores', () => {
         await semaphoreQueued(admin, 'herd', 3 + i);
       }
       const keys = (await semaphoreEntries(admin, 'herd')).map((kv) => kv.key.toString());
-      await eventually(() => watchedKeys(client).filter((key) => key === semaphorePrefix(NAMESPACE, 'herd')).length === 3, 'three range watchers');
+      await eventually(
+        () => watchedKeys(client).filter((key) => key === semaphorePrefix(NAMESPACE, 'herd')).length === 3,
+        'three range watchers',
+      );
       const inspections = countInspections();
       try {
         // The second holder (not the oldest) leaves: the first waiter is in, the others did not even re-read.

@@ -30,7 +30,7 @@ describe('EtcdLockBackend key layout, isolation and fencing', () => {
 
     const [kv] = await contenders(client, request.key);
     expect(kv.key.toString()).toBe(expectedKey);
-    expect(kv.value.toString().split(" ")[0]).toBe(request.token);
+    expect(kv.value.toString().split(' ')[0]).toBe(request.token);
     expect(kv.lease).toBe(state.leaseId);
     expect(state.createRevision).toBe(kv.create_revision);
     expect(state.leaseTtlSeconds).toBeGreaterThanOrEqual(5);

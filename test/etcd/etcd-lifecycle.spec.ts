@@ -55,7 +55,7 @@ describe('EtcdLockBackend extend, release and close', () => {
       const [kv] = await contenders(admin, 'extend-other');
       expect(kv.create_revision).toBe(state.createRevision);
       expect(kv.lease).toBe(state.leaseId);
-      expect(kv.value.toString().split(" ")[0]).toBe(request.token);
+      expect(kv.value.toString().split(' ')[0]).toBe(request.token);
       await eventually(async () => !(await leaseExists(oldLease)), 'the old lease is revoked');
       // The next renewal with the new ttl is a plain keepalive again.
       expect(await backend.extend(held(request, grant), 7_000)).toEqual(expect.any(Number));
@@ -76,7 +76,10 @@ describe('EtcdLockBackend extend, release and close', () => {
       expect(await backend.extend(held(other, otherGrant), 5_000)).toBeNull();
       // Once no key is left on it for a renewal period, the session revokes its lease: nothing is left behind.
       await backend.release(held(other, otherGrant));
-      await eventually(async () => !(await leaseExists(stateOf(otherGrant).leaseId)), 'the idle session lease is revoked');
+      await eventually(
+        async () => !(await leaseExists(stateOf(otherGrant).leaseId)),
+        'the idle session lease is revoked',
+      );
     });
   });
 
@@ -98,7 +101,7 @@ describe('EtcdLockBackend extend, release and close', () => {
       await backend.release(held(next, nextGrant));
     });
 
-    it('by an earlier holder of the same key touches neither the new holder\'s key nor its lease', async () => {
+    it("by an earlier holder of the same key touches neither the new holder's key nor its lease", async () => {
       const request = lockRequest('earlier-holder');
       const grant = (await backend.tryAcquire(request))!;
       expect(await backend.release(held(request, grant))).toBe(true);
@@ -154,7 +157,9 @@ describe('EtcdLockBackend extend, release and close', () => {
     });
 
     it('refuses a namespaced client, whose raw calls would bypass its prefix', () => {
-      expect(() => new EtcdLockBackend({ client: client.namespace('app/') as unknown as Etcd3 })).toThrow(/root Etcd3 client/);
+      expect(() => new EtcdLockBackend({ client: client.namespace('app/') as unknown as Etcd3 })).toThrow(
+        /root Etcd3 client/,
+      );
     });
   });
 
@@ -188,7 +193,11 @@ describe('EtcdLockBackend extend, release and close', () => {
       await server.restart();
       // The first calls after a restart may fail while etcd3 reconnects; the test retries, like the core.
       await eventually(
-        () => backend.release(held(holder, first)).then(() => true, () => false),
+        () =>
+          backend.release(held(holder, first)).then(
+            () => true,
+            () => false,
+          ),
         'the holder released after the restart',
         30_000,
       );

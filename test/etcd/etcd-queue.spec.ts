@@ -74,7 +74,9 @@ describe('EtcdLockBackend queue', () => {
     await eventually(() => watchedKeys(client).length === 3, 'three watchers are attached');
     expect(watchedKeys(client)).toEqual([h, w1, w2].sort());
     const manager = (client as unknown as { watchManager: { watchers: object[] } }).watchManager;
-    const laterWatchers = manager.watchers.filter((w) => (w as { request: { key: Buffer } }).request.key.toString() !== h);
+    const laterWatchers = manager.watchers.filter(
+      (w) => (w as { request: { key: Buffer } }).request.key.toString() !== h,
+    );
 
     await backend.release(held(holder, first));
     const grant1 = await grants[0];
@@ -107,7 +109,10 @@ describe('EtcdLockBackend queue', () => {
     await expect(leaver.promise).rejects.toBe(reason);
     await queued(client, 'leaver', 2);
     // The next waiter woke on its predecessor's deletion, re-read, and now watches the holder instead.
-    await eventually(() => watchedKeys(client).includes(h) && !watchedKeys(client).includes(w1), 'the waiter watches the holder');
+    await eventually(
+      () => watchedKeys(client).includes(h) && !watchedKeys(client).includes(w1),
+      'the waiter watches the holder',
+    );
     expect(next.settled()).toBe(false);
 
     await backend.release(held(holder, first));
@@ -135,7 +140,7 @@ describe('EtcdLockBackend queue', () => {
     expect(grant.fencingToken).toBeGreaterThan(BigInt(original.create_revision));
     const [kv] = await contenders(client, 'revoked');
     expect(kv.key.toString()).toBe(state.keyPath);
-    expect(kv.value.toString().split(" ")[0]).toBe(request.token);
+    expect(kv.value.toString().split(' ')[0]).toBe(request.token);
     await backend.release(held(request, grant));
   });
 

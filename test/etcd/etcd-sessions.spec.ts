@@ -36,7 +36,9 @@ describe('etcd: held locks share one session lease per ttl', () => {
 
   it(`puts ${HELD} locks on one lease from their first acquire, renews them with it, and revokes it once idle`, async () => {
     const grants = jest.spyOn(client.leaseClient, 'leaseGrant');
-    const handles = await Promise.all(Array.from({ length: HELD }, (_, i) => locks.acquire(`shared:${i}`, { ttl: 3_000 })));
+    const handles = await Promise.all(
+      Array.from({ length: HELD }, (_, i) => locks.acquire(`shared:${i}`, { ttl: 3_000 })),
+    );
     const tokens = handles.map((handle) => handle.fencingToken);
     // One lease for every name: granted once, not once per lock.
     const keys = await keysOf(admin, 'etcd-sessions/shared');
@@ -48,7 +50,9 @@ describe('etcd: held locks share one session lease per ttl', () => {
     // Renewals keep every lock on that lease; the fencing tokens (create revisions) do not change.
     await Promise.all(handles.map((handle) => firstValueFrom(handle.renewals$.pipe(skip(1)))));
     expect(handles.every((handle) => handle.isHeld)).toBe(true);
-    expect(new Set((await keysOf(admin, 'etcd-sessions/shared')).map(({ lease }) => lease))).toEqual(new Set([session]));
+    expect(new Set((await keysOf(admin, 'etcd-sessions/shared')).map(({ lease }) => lease))).toEqual(
+      new Set([session]),
+    );
     expect(handles.map((handle) => handle.fencingToken)).toEqual(tokens);
 
     // A release deletes its own key only.
@@ -64,7 +68,10 @@ describe('etcd: held locks share one session lease per ttl', () => {
   it('gives each contender for one name in this process a lease of its own (each needs its own key)', async () => {
     const holder = await locks.acquire('same-name', { ttl: 3_000 });
     const waiting = locks.acquire('same-name', { ttl: 3_000 });
-    await eventually(async () => (await keysOf(admin, 'etcd-sessions/same-name/')).length === 2, 'the second contender queued');
+    await eventually(
+      async () => (await keysOf(admin, 'etcd-sessions/same-name/')).length === 2,
+      'the second contender queued',
+    );
     const [first, second] = await keysOf(admin, 'etcd-sessions/same-name/');
     expect(first.lease).not.toBe(second.lease);
     await holder.release();
@@ -74,7 +81,9 @@ describe('etcd: held locks share one session lease per ttl', () => {
   });
 
   it('reports every lock on a session lease lost when that lease is revoked, and later locks get a new one', async () => {
-    const handles = await Promise.all(Array.from({ length: 5 }, (_, i) => locks.acquire(`revoked:${i}`, { ttl: 3_000 })));
+    const handles = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => locks.acquire(`revoked:${i}`, { ttl: 3_000 })),
+    );
     const [{ lease }] = await keysOf(admin, 'etcd-sessions/revoked');
     // The stream ends only by erroring (lost) or completing (released): wait for that, whatever renews first.
     const lost = handles.map((handle) => lastValueFrom(handle.renewals$).catch((error: unknown) => error));
@@ -98,10 +107,12 @@ describe('etcd: held locks share one session lease per ttl', () => {
       requests.map(async (request) => held(request, await backend.acquire(request, new AbortController().signal))),
     );
     // Both live on the one session lease from their acquire.
-    expect(await backend.extendMany([{ lock: kept, ttl: 2_000 }, { lock: abandoned, ttl: 2_000 }])).toEqual([
-      expect.any(Number),
-      expect.any(Number),
-    ]);
+    expect(
+      await backend.extendMany([
+        { lock: kept, ttl: 2_000 },
+        { lock: abandoned, ttl: 2_000 },
+      ]),
+    ).toEqual([expect.any(Number), expect.any(Number)]);
     const session = stateOf(kept as never).leaseId;
     expect(stateOf(abandoned as never).leaseId).toBe(session);
     // Only "kept" is renewed from now on, as the watchdog would once the other handle is lost.

@@ -21,7 +21,12 @@ export function stateOf(grant: LockGrant): EtcdLockState {
 /** Contenders under a lock's prefix, oldest (the owner) first, read straight from etcd. */
 export async function contenders(client: Etcd3, key: string, namespace = NAMESPACE): Promise<IKeyValue[]> {
   const start = Buffer.from(lockPrefix(namespace, key));
-  const response = await client.kv.range({ key: start, range_end: prefixRangeEnd(start), sort_target: 2, sort_order: 1 });
+  const response = await client.kv.range({
+    key: start,
+    range_end: prefixRangeEnd(start),
+    sort_target: 2,
+    sort_order: 1,
+  });
   return response.kvs;
 }
 
@@ -30,7 +35,11 @@ export async function contenderKeys(client: Etcd3, key: string, namespace = NAME
 }
 
 /** Polls until `condition` holds; waiting on state we cannot subscribe to (a key appearing in etcd). */
-export async function eventually(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
+export async function eventually(
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 15_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
@@ -40,7 +49,10 @@ export async function eventually(condition: () => boolean | Promise<boolean>, wh
 
 /** Waits until `count` contenders are queued under the lock. */
 export function queued(client: Etcd3, key: string, count: number): Promise<void> {
-  return eventually(async () => (await contenders(client, key)).length === count, `${count} contenders are queued on "${key}"`);
+  return eventually(
+    async () => (await contenders(client, key)).length === count,
+    `${count} contenders are queued on "${key}"`,
+  );
 }
 
 /** Keys the client's shared watch stream currently watches (etcd3's WatchManager is private). */

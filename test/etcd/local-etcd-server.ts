@@ -61,7 +61,9 @@ async function unusedPort(): Promise<number> {
       server.once('error', reject);
       server.listen(0, '127.0.0.1', () => {
         const address = server.address();
-        server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+        server.close(() =>
+          typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+        );
       });
     });
     if (!RESERVED.has(port)) return port;
@@ -74,24 +76,36 @@ async function launch(port: number, peerPort: number, dir: string): Promise<Chil
   const child = spawn(
     'etcd',
     [
-      '--name', 't',
-      '--data-dir', dir,
-      '--listen-client-urls', client,
-      '--advertise-client-urls', client,
-      '--listen-peer-urls', peer,
-      '--initial-advertise-peer-urls', peer,
-      '--initial-cluster', `t=${peer}`,
-      '--heartbeat-interval', '50',
-      '--election-timeout', '500',
-      '--log-level', 'error',
-      '--logger', 'zap',
+      '--name',
+      't',
+      '--data-dir',
+      dir,
+      '--listen-client-urls',
+      client,
+      '--advertise-client-urls',
+      client,
+      '--listen-peer-urls',
+      peer,
+      '--initial-advertise-peer-urls',
+      peer,
+      '--initial-cluster',
+      `t=${peer}`,
+      '--heartbeat-interval',
+      '50',
+      '--election-timeout',
+      '500',
+      '--log-level',
+      'error',
+      '--logger',
+      'zap',
     ],
     { stdio: 'ignore' },
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const deadline = Date.now() + START_TIMEOUT_MS;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`etcd on ${client} exited during start-up`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`etcd on ${client} exited during start-up`);
     if (await healthy(port)) return child;
     await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 50).unref())]);
   }

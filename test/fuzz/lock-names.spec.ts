@@ -13,17 +13,65 @@ import { RecordingBackend } from '../support/recording-backend';
 
 /** Pieces that break naive key building: separators, wildcards, hash tags, escapes, control and odd Unicode. */
 const TRICKY = [
-  '\u0000', '\r', '\n', '\r\n', '\t', '\u007f', '\u0085', '\u2028',
-  '*', '?', '[', ']', '{', '}', '{}', '/', '//', ':', '%', '%2F', '%7B', '%25', '\\', '"', "'", ' ', '.', '..',
-  '\u00e9', 'e\u0301', '\u212b', '\u00c5', 'A\u030a', '\ufb01', '😀', '\ud83d', '\ude00', '\ud800x', 'x\udfff',
-  'user', 'user/1', '1', 'a', '-',
+  '\u0000',
+  '\r',
+  '\n',
+  '\r\n',
+  '\t',
+  '\u007f',
+  '\u0085',
+  '\u2028',
+  '*',
+  '?',
+  '[',
+  ']',
+  '{',
+  '}',
+  '{}',
+  '/',
+  '//',
+  ':',
+  '%',
+  '%2F',
+  '%7B',
+  '%25',
+  '\\',
+  '"',
+  "'",
+  ' ',
+  '.',
+  '..',
+  '\u00e9',
+  'e\u0301',
+  '\u212b',
+  '\u00c5',
+  'A\u030a',
+  '\ufb01',
+  '😀',
+  '\ud83d',
+  '\ude00',
+  '\ud800x',
+  'x\udfff',
+  'user',
+  'user/1',
+  '1',
+  'a',
+  '-',
 ];
 
-const piece = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...TRICKY) }, { weight: 1, arbitrary: fc.string({ maxLength: 4, unit: 'grapheme' }) });
+const piece = fc.oneof(
+  { weight: 3, arbitrary: fc.constantFrom(...TRICKY) },
+  { weight: 1, arbitrary: fc.string({ maxLength: 4, unit: 'grapheme' }) },
+);
 
 /** Names around the length cap (in UTF-8 bytes): exactly at it, and one byte over, in 1-, 2- and 3-byte characters. */
 const AT_CAP = ['k'.repeat(MAX_KEY_BYTES), 'é'.repeat(MAX_KEY_BYTES / 2), `${'€'.repeat(341)}k`];
-const OVER_CAP = ['k'.repeat(MAX_KEY_BYTES + 1), 'é'.repeat(MAX_KEY_BYTES / 2 + 1), `${'€'.repeat(341)}kk`, `${'e\u0301'.repeat(342)}k`];
+const OVER_CAP = [
+  'k'.repeat(MAX_KEY_BYTES + 1),
+  'é'.repeat(MAX_KEY_BYTES / 2 + 1),
+  `${'€'.repeat(341)}kk`,
+  `${'e\u0301'.repeat(342)}k`,
+];
 
 const lockName = fc.oneof(
   { weight: 8, arbitrary: fc.array(piece, { maxLength: 6 }).map((parts) => parts.join('')) },
@@ -75,7 +123,10 @@ describe.each(['memory', 'redis', 'etcd'] as const)('lock names on %s (property-
     connections.push({ backend: undefined as never, close: () => world.close() });
     const a = new RecordingBackend(world.connect().backend);
     const b = new RecordingBackend(world.connect().backend);
-    const made: [LockService, LockService] = [new LockService(a, { keyPrefix: ns }), new LockService(b, { keyPrefix: ns })];
+    const made: [LockService, LockService] = [
+      new LockService(a, { keyPrefix: ns }),
+      new LockService(b, { keyPrefix: ns }),
+    ];
     services.push(...made);
     return [...made, a];
   }
@@ -86,7 +137,11 @@ describe.each(['memory', 'redis', 'etcd'] as const)('lock names on %s (property-
       fc.asyncProperty(lockName, async (name) => {
         if (!acceptable(name)) {
           const calls = recording.serverCalls;
-          for (const attempt of [() => owner.tryAcquire(name, { ttl: TTL }), () => owner.acquire(name, { ttl: TTL, waitTimeout: 0 }), () => owner.isLocked(name)]) {
+          for (const attempt of [
+            () => owner.tryAcquire(name, { ttl: TTL }),
+            () => owner.acquire(name, { ttl: TTL, waitTimeout: 0 }),
+            () => owner.isLocked(name),
+          ]) {
             const error = await attempt().then(
               () => undefined,
               (rejection: unknown) => rejection,

@@ -67,7 +67,16 @@ describe('@WithLock key templates with hostile request values', () => {
     await app.init();
     locks = app.get(LockService);
     // The keys an attacker would like to reach.
-    for (const key of ['doc:1', 'doc:1:x', 'doc:1/2', 'doc:*', 'doc:<<id>>', 'tenant:a:doc:b', 'tenant:a:doc:b:doc:c', 'search:x']) {
+    for (const key of [
+      'doc:1',
+      'doc:1:x',
+      'doc:1/2',
+      'doc:*',
+      'doc:<<id>>',
+      'tenant:a:doc:b',
+      'tenant:a:doc:b:doc:c',
+      'search:x',
+    ]) {
       held.push(await locks.acquire(key));
     }
   });
@@ -90,7 +99,9 @@ describe('@WithLock key templates with hostile request values', () => {
     ['<<id>>', 'doc:<<id>>'],
   ])('route param %j cannot reach the held key %j', async (value) => {
     const before = backend.requested.length;
-    await request(app.getHttpServer()).put(`/docs/${encodeURIComponent(value)}`).expect(200, { id: value });
+    await request(app.getHttpServer())
+      .put(`/docs/${encodeURIComponent(value)}`)
+      .expect(200, { id: value });
     const [key] = backend.requested.slice(before);
     expect(key.startsWith('doc:')).toBe(true);
     expect(key.slice('doc:'.length)).toMatch(/^[A-Za-z0-9_.~%-]+$/);
@@ -123,7 +134,23 @@ describe('@WithLock key templates with hostile request values', () => {
 
   it('for any values, only exactly ("a", "b") reaches tenant:a:doc:b, and distinct values give distinct keys', async () => {
     const value = fc.oneof(
-      fc.constantFrom('a', 'b', 'a:doc', 'b:doc:c', ':', '::', '%3A', '%', '<<body.doc>>', '{a}', 'a/b', '*', 'a\u0000', 'e\u0301', '\u00e9'),
+      fc.constantFrom(
+        'a',
+        'b',
+        'a:doc',
+        'b:doc:c',
+        ':',
+        '::',
+        '%3A',
+        '%',
+        '<<body.doc>>',
+        '{a}',
+        'a/b',
+        '*',
+        'a\u0000',
+        'e\u0301',
+        '\u00e9',
+      ),
       fc.string({ minLength: 1, maxLength: 8, unit: 'grapheme' }),
     );
     const seen = new Map<string, string>();

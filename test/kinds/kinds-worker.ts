@@ -26,7 +26,9 @@ function nextMessage(type: KindsParentMessage['type']): Promise<void> {
 }
 
 async function hold(config: KindsWorkerConfig): Promise<void> {
-  const locks = new LockService(connectBackend(config.backend, config.address).backend, { keyPrefix: config.keyPrefix });
+  const locks = new LockService(connectBackend(config.backend, config.address).backend, {
+    keyPrefix: config.keyPrefix,
+  });
   const lock = await locks.acquire(config.key, {
     ttl: config.ttl,
     waitTimeout: config.waitTimeout,
@@ -38,15 +40,24 @@ async function hold(config: KindsWorkerConfig): Promise<void> {
 }
 
 async function semaphore(config: KindsWorkerConfig): Promise<void> {
-  const connections = Array.from({ length: config.contenders ?? 1 }, () => connectBackend(config.backend, config.address));
-  const services = connections.map((connection) => new LockService(connection.backend, { keyPrefix: config.keyPrefix }));
+  const connections = Array.from({ length: config.contenders ?? 1 }, () =>
+    connectBackend(config.backend, config.address),
+  );
+  const services = connections.map(
+    (connection) => new LockService(connection.backend, { keyPrefix: config.keyPrefix }),
+  );
   // A round trip each, so "ready" means connected and every contender then starts together.
   await Promise.all(services.map((locks) => locks.isLocked(config.key)));
   await send({ type: 'ready' });
   await nextMessage('go');
   const intervals = await Promise.all(
     services.map((locks) =>
-      holdPermit(locks, config.key, { permits: config.permits!, ttl: config.ttl, waitTimeout: config.waitTimeout }, config.holdMs ?? 0),
+      holdPermit(
+        locks,
+        config.key,
+        { permits: config.permits!, ttl: config.ttl, waitTimeout: config.waitTimeout },
+        config.holdMs ?? 0,
+      ),
     ),
   );
   await Promise.all(services.map((locks) => locks.close()));

@@ -45,7 +45,13 @@ export class KindsWorker {
   /** The next message of `type`; rejects on an 'error' report, an exit, or `timeoutMs` of silence. */
   message<T extends KindsWorkerMessage['type']>(type: T, timeoutMs: number): Promise<MessageOf<T>> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => finish(new Error(`kinds worker ${this.config.worker} sent no "${type}" within ${timeoutMs} ms.\n${this.output}`)), timeoutMs);
+      const timer = setTimeout(
+        () =>
+          finish(
+            new Error(`kinds worker ${this.config.worker} sent no "${type}" within ${timeoutMs} ms.\n${this.output}`),
+          ),
+        timeoutMs,
+      );
       const finish = (error?: Error, message?: KindsWorkerMessage) => {
         clearTimeout(timer);
         this.listeners.delete(check);
@@ -56,10 +62,14 @@ export class KindsWorker {
         const index = this.inbox.findIndex((message) => message.type === type || message.type === 'error');
         if (index >= 0) {
           const [message] = this.inbox.splice(index, 1);
-          if (message.type === 'error') return finish(new Error(`kinds worker ${this.config.worker} failed: ${message.message}`));
+          if (message.type === 'error')
+            return finish(new Error(`kinds worker ${this.config.worker} failed: ${message.message}`));
           return finish(undefined, message);
         }
-        if (this.exitInfo) finish(new Error(`kinds worker ${this.config.worker} exited (${this.exitInfo}) before "${type}".\n${this.output}`));
+        if (this.exitInfo)
+          finish(
+            new Error(`kinds worker ${this.config.worker} exited (${this.exitInfo}) before "${type}".\n${this.output}`),
+          );
       };
       this.listeners.add(check);
       check();

@@ -28,7 +28,11 @@ export function uniqueName(label: string): string {
   return `${label}-${process.pid}-${Date.now().toString(36)}-${++names}`;
 }
 
-export function instanceOn(backend: LockBackend, ttl: number, closeClient: () => Promise<void> | void = () => undefined): ElectionInstance {
+export function instanceOn(
+  backend: LockBackend,
+  ttl: number,
+  closeClient: () => Promise<void> | void = () => undefined,
+): ElectionInstance {
   const locks = new LockService(backend);
   const elections = new LeaderElection(locks, { ttl });
   return {
@@ -53,7 +57,10 @@ export function track<T>(promise: Promise<T>): { promise: Promise<T>; settled():
 }
 
 /** The first leader the observable reports that matches. */
-export function leaderWhere(leaders: Observable<LeaderInfo | null>, test: (leader: LeaderInfo | null) => boolean): Promise<LeaderInfo | null> {
+export function leaderWhere(
+  leaders: Observable<LeaderInfo | null>,
+  test: (leader: LeaderInfo | null) => boolean,
+): Promise<LeaderInfo | null> {
   return firstValueFrom(leaders.pipe(filter(test)));
 }
 
@@ -124,7 +131,11 @@ export function electionContract(label: string, setup: () => Promise<ElectionWor
       await leadership.resign();
       await leaderWhere(b.elections.observe(name), (leader) => leader === null);
       // The long-lived subscription saw the same story in order, without repeats.
-      await waitFor(() => seen.at(-1) === null && seen.length >= values.length, 10_000, () => JSON.stringify(seen, (_k, v) => (typeof v === 'bigint' ? String(v) : v)));
+      await waitFor(
+        () => seen.at(-1) === null && seen.length >= values.length,
+        10_000,
+        () => JSON.stringify(seen, (_k, v) => (typeof v === 'bigint' ? String(v) : v)),
+      );
       subscription.unsubscribe();
       expect(seen.map((leader) => leader?.value ?? null)).toEqual(values);
     });
@@ -156,7 +167,13 @@ export function electionContract(label: string, setup: () => Promise<ElectionWor
     it('renews the leadership past its ttl', async () => {
       const name = uniqueName('renew');
       const leadership = await a.elections.campaign(name, { value: 'renewing' });
-      const renewals = await firstValueFrom(leadership.events$.pipe(filter((e) => e.type === 'renewed'), take(4), toArray()));
+      const renewals = await firstValueFrom(
+        leadership.events$.pipe(
+          filter((e) => e.type === 'renewed'),
+          take(4),
+          toArray(),
+        ),
+      );
       expect(renewals).toHaveLength(4);
       expect(leadership.isLeader).toBe(true);
       expect(await b.elections.leader(name)).toEqual({ value: 'renewing', term: leadership.term });
@@ -178,7 +195,11 @@ export function electionContract(label: string, setup: () => Promise<ElectionWor
 }
 
 /** Polls a condition that an event already made true (the subscriber may run a tick later). */
-export async function waitFor(condition: () => boolean, timeoutMs = 10_000, describe: () => string = () => ''): Promise<void> {
+export async function waitFor(
+  condition: () => boolean,
+  timeoutMs = 10_000,
+  describe: () => string = () => '',
+): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!condition()) {
     if (Date.now() > until) throw new Error(`condition not met in time ${describe()}`);

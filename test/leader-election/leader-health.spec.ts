@@ -49,7 +49,13 @@ describe('LeaderHealthIndicator', () => {
 
     const leadership = await app.get(LeaderElection).campaign('scheduler');
     response = await request(app.getHttpServer()).get('/health/ready').expect(200);
-    expect(response.body.info.leader).toEqual({ status: 'up', election: 'scheduler', role: 'leader', term: leadership.term.toString(), since: leadership.since });
+    expect(response.body.info.leader).toEqual({
+      status: 'up',
+      election: 'scheduler',
+      role: 'leader',
+      term: leadership.term.toString(),
+      since: leadership.since,
+    });
 
     await leadership.resign();
     response = await request(app.getHttpServer()).get('/health').expect(200);

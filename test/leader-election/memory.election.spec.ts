@@ -19,7 +19,9 @@ describe('LeaderElection in DistributedLockModule', () => {
     const { DistributedLockModule } = await import('../../lib/distributed-lock.module');
     const { LeaderElection } = await import('../../lib/leader-election/leader-election.service');
     const backend = new MemoryLockBackend();
-    @Module({ imports: [DistributedLockModule.forRoot({ backend, elections: { keyPrefix: 'app-elections', ttl: 1_000 } })] })
+    @Module({
+      imports: [DistributedLockModule.forRoot({ backend, elections: { keyPrefix: 'app-elections', ttl: 1_000 } })],
+    })
     class AppModule {}
     const app = await Test.createTestingModule({ imports: [AppModule] }).compile();
     await app.init();

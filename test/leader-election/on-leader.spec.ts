@@ -40,7 +40,10 @@ describe('@OnLeader', () => {
       const [leader, follower] = jobsA.runs.length === 1 ? [first, second] : [second, first];
       const leaderJobs = leader.get(Jobs);
       const followerJobs = follower.get(Jobs);
-      expect(await follower.get(LeaderElection).leader('jobs')).toEqual({ value: 'jobs-runner', term: leaderJobs.runs[0].term });
+      expect(await follower.get(LeaderElection).leader('jobs')).toEqual({
+        value: 'jobs-runner',
+        term: leaderJobs.runs[0].term,
+      });
       expect(followerJobs.runs).toHaveLength(0);
 
       await leader.close();

@@ -66,7 +66,9 @@ describe('redis elections: keys, terms and loss', () => {
     try {
       const leadership = await ours.elections.campaign(uniqueName('suspended'), { value: 'doomed' });
       const events: LeadershipEvent[] = [];
-      const ended = new Promise<unknown>((resolve) => leadership.events$.subscribe({ next: (event) => events.push(event), error: resolve }));
+      const ended = new Promise<unknown>((resolve) =>
+        leadership.events$.subscribe({ next: (event) => events.push(event), error: resolve }),
+      );
       await firstValueFrom(leadership.events$.pipe(filter((event) => event.type === 'renewed')));
       server.pause();
       const error = await ended;

@@ -8,14 +8,28 @@ import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper-loc
 import { lockPath } from '../../lib/backends/zookeeper/zookeeper-node-layout';
 import { LockLostError } from '../../lib/errors';
 import type { LeadershipEvent } from '../../lib/leader-election/leadership';
-import { findJava, JAVA_LIBRARY_DIR, requireJar, startZooKeeper, TestZooKeeperServer } from '../support/zookeeper-server';
+import {
+  findJava,
+  JAVA_LIBRARY_DIR,
+  requireJar,
+  startZooKeeper,
+  TestZooKeeperServer,
+} from '../support/zookeeper-server';
 import { killAllLineProcesses, LineProcess } from '../zookeeper/line-process';
 import { AdminClient } from '../zookeeper/zookeeper-spec-helpers';
 import { electionContract, instanceOn, leaderWhere, track, uniqueName } from './election-contract';
 
 const TTL = 2_000;
 /** Curator 5.4 and ZooKeeper 3.8 from Debian, as test/zookeeper/zookeeper-curator.spec.ts uses them. */
-const CURATOR_JARS = ['curator-recipes.jar', 'curator-framework.jar', 'curator-client.jar', 'zookeeper.jar', 'zookeeper-jute.jar', 'guava.jar', 'slf4j-api.jar'];
+const CURATOR_JARS = [
+  'curator-recipes.jar',
+  'curator-framework.jar',
+  'curator-client.jar',
+  'zookeeper.jar',
+  'zookeeper-jute.jar',
+  'guava.jar',
+  'slf4j-api.jar',
+];
 const JAVA_TIMEOUT = 60_000;
 const LATCH_NODE = /^_c_[0-9a-f-]{36}-latch-\d{10}$/;
 
@@ -38,18 +52,32 @@ electionContract('zookeeper', async () => ({
   close: async () => undefined,
 }));
 
-describe('ZooKeeper elections interoperate with Curator\'s LeaderLatch', () => {
+describe("ZooKeeper elections interoperate with Curator's LeaderLatch", () => {
   let admin: AdminClient;
   let classes: string;
   let classpath: string;
 
   const latch = (name: string, id: string) =>
-    LineProcess.spawn(findJava(), ['-XX:TieredStopAtLevel=1', '-cp', classpath, 'CuratorLeaderLatch', server.connectionString, lockPath('elections', name), id]);
+    LineProcess.spawn(findJava(), [
+      '-XX:TieredStopAtLevel=1',
+      '-cp',
+      classpath,
+      'CuratorLeaderLatch',
+      server.connectionString,
+      lockPath('elections', name),
+      id,
+    ]);
 
   beforeAll(async () => {
     const jars = CURATOR_JARS.map((jar) => requireJar(join(JAVA_LIBRARY_DIR, jar)));
     classes = mkdtempSync(join(tmpdir(), 'ndl-latch-'));
-    await promisify(execFile)(findJava('javac'), ['-d', classes, '-cp', jars.join(delimiter), join(__dirname, 'java', 'CuratorLeaderLatch.java')]);
+    await promisify(execFile)(findJava('javac'), [
+      '-d',
+      classes,
+      '-cp',
+      jars.join(delimiter),
+      join(__dirname, 'java', 'CuratorLeaderLatch.java'),
+    ]);
     classpath = [classes, ...jars, join(JAVA_LIBRARY_DIR, 'slf4j-nop.jar')].join(delimiter);
     admin = await AdminClient.connect(server.connectionString);
   }, 90_000);
@@ -141,7 +169,9 @@ describe('ZooKeeper leadership loss', () => {
     try {
       const leadership = await ours.elections.campaign(uniqueName('suspended'), { value: 'doomed' });
       const events: LeadershipEvent[] = [];
-      const ended = new Promise<unknown>((resolve) => leadership.events$.subscribe({ next: (event) => events.push(event), error: resolve }));
+      const ended = new Promise<unknown>((resolve) =>
+        leadership.events$.subscribe({ next: (event) => events.push(event), error: resolve }),
+      );
       await firstValueFrom(leadership.events$.pipe(filter((event) => event.type === 'renewed')));
       server.pause();
       const error = await ended;

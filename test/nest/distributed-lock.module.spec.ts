@@ -5,7 +5,10 @@ import { LockBackend } from '../../lib/backends/lock-backend.interface';
 import { MemoryLockBackend } from '../../lib/backends/memory/memory-lock.backend';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
 import { DistributedLockModule } from '../../lib/distributed-lock.module';
-import { DistributedLockModuleOptions, DistributedLockOptionsFactory } from '../../lib/distributed-lock.module-definition';
+import {
+  DistributedLockModuleOptions,
+  DistributedLockOptionsFactory,
+} from '../../lib/distributed-lock.module-definition';
 import { LockBackendError, LockTimeoutError } from '../../lib/errors';
 import { LockService } from '../../lib/lock.service';
 import { sharedRedisUrl } from '../support/shared-servers';
@@ -53,7 +56,9 @@ describe('DistributedLockModule', () => {
   });
 
   it('passes keyPrefix and defaults to LockService', async () => {
-    const moduleRef = await compile([DistributedLockModule.forRoot({ keyPrefix: 'app', defaults: { ttl: 2_000, waitTimeout: 0 } })]);
+    const moduleRef = await compile([
+      DistributedLockModule.forRoot({ keyPrefix: 'app', defaults: { ttl: 2_000, waitTimeout: 0 } }),
+    ]);
     const locks = moduleRef.get(LockService);
     expect(locks.keyPrefix).toBe('app');
     const held = await locks.acquire('k');
@@ -104,7 +109,10 @@ describe('DistributedLockModule', () => {
     expect(moduleRef.get(Consumer).locks).toBe(moduleRef.get(LockService));
     await moduleRef.close();
 
-    const asyncRef = await compile([DistributedLockModule.forRootAsync({ isGlobal: true, useFactory: () => ({}) }), FeatureModule]);
+    const asyncRef = await compile([
+      DistributedLockModule.forRootAsync({ isGlobal: true, useFactory: () => ({}) }),
+      FeatureModule,
+    ]);
     expect(asyncRef.get(Consumer).locks).toBe(asyncRef.get(LockService));
     await asyncRef.close();
   });
@@ -112,7 +120,9 @@ describe('DistributedLockModule', () => {
   it('is not global by default', async () => {
     @Module({ providers: [Consumer] })
     class FeatureModule {}
-    await expect(compile([DistributedLockModule.forRoot(), FeatureModule])).rejects.toThrow(/can't resolve dependencies of the Consumer/);
+    await expect(compile([DistributedLockModule.forRoot(), FeatureModule])).rejects.toThrow(
+      /can't resolve dependencies of the Consumer/,
+    );
   });
 
   it('releases every held lock and closes the backend on application shutdown', async () => {
@@ -124,7 +134,9 @@ describe('DistributedLockModule', () => {
     const handles = await Promise.all([locks.acquire('a'), locks.acquire('b')]);
     await app.close();
     expect(handles.map((handle) => handle.state)).toEqual(['released', 'released']);
-    await expect(backend.tryAcquire({ namespace: 'locks', key: 'a', token: 't', ttl: 1_000 })).rejects.toBeInstanceOf(LockBackendError);
+    await expect(backend.tryAcquire({ namespace: 'locks', key: 'a', token: 't', ttl: 1_000 })).rejects.toBeInstanceOf(
+      LockBackendError,
+    );
   });
 
   it('on shutdown frees the locks on Redis but leaves the application’s client open', async () => {

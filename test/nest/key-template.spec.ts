@@ -9,7 +9,8 @@ import { renderKeyTemplate } from '../../lib/key-template/render-key-template';
 import { UnresolvedPlaceholderError } from '../../lib/errors';
 import { TypedContext } from './support/typed-context';
 
-const render = (template: string, request: unknown) => renderKeyTemplate(parseKeyTemplate(template), httpLookup(request));
+const render = (template: string, request: unknown) =>
+  renderKeyTemplate(parseKeyTemplate(template), httpLookup(request));
 
 describe('parseKeyTemplate', () => {
   it('splits literals and placeholders', () => {
@@ -92,7 +93,9 @@ describe('HTTP placeholders', () => {
   });
 
   it('resolves explicit sources', () => {
-    expect(render('<<params.id>>|<<query.id>>|<<body.id>>|<<body.order.id>>', request)).toBe('7|from-query|from-body|99');
+    expect(render('<<params.id>>|<<query.id>>|<<body.id>>|<<body.order.id>>', request)).toBe(
+      '7|from-query|from-body|99',
+    );
     expect(render('t:<<headers.x-tenant>>:<<user.id>>', request)).toBe('t:acme:u1');
     expect(render('t:<<headers.X-Tenant>>', request)).toBe('t:acme');
   });
@@ -125,9 +128,12 @@ describe('HTTP placeholders', () => {
 
 describe('RPC and WebSocket placeholders', () => {
   it('resolve from the message payload', () => {
-    expect(renderKeyTemplate(parseKeyTemplate('job:<<id>>:<<meta.tenant>>'), payloadLookup({ id: 5, meta: { tenant: 'a' } }))).toBe(
-      'job:5:a',
-    );
+    expect(
+      renderKeyTemplate(
+        parseKeyTemplate('job:<<id>>:<<meta.tenant>>'),
+        payloadLookup({ id: 5, meta: { tenant: 'a' } }),
+      ),
+    ).toBe('job:5:a');
     const rpc = new TypedContext('rpc', [{ id: 'r1' }, {}]);
     expect(renderKeyTemplate(parseKeyTemplate('job:<<id>>'), contextLookup(rpc))).toBe('job:r1');
     const ws = new TypedContext('ws', [{ client: true }, { id: 'w1' }]);
@@ -178,20 +184,30 @@ describe('method argument placeholders', () => {
 
   it('does not guess names when the parameter list has defaults; indexes still work', () => {
     const parsed = parseKeyTemplate('x:<<a>>');
-    expect(() => compileArgumentLookup([parsed], Reports.prototype.withDefault, 'Reports.withDefault')).toThrow(/cannot be read reliably/);
+    expect(() => compileArgumentLookup([parsed], Reports.prototype.withDefault, 'Reports.withDefault')).toThrow(
+      /cannot be read reliably/,
+    );
     expect(keys('x:<<0>>', Reports.prototype.withDefault, ['a1'])).toBe('x:a1');
   });
 
   it('reads names conservatively', () => {
     expect(readParameterNames(Reports.prototype.generate)).toEqual(['reportId', 'order']);
     expect(readParameterNames(Reports.prototype.stream)).toEqual(['first']);
-    expect(readParameterNames(function named(a: unknown, b: unknown) { return [a, b]; })).toEqual(['a', 'b']);
+    expect(
+      readParameterNames(function named(a: unknown, b: unknown) {
+        return [a, b];
+      }),
+    ).toEqual(['a', 'b']);
     expect(readParameterNames((a: unknown, b: unknown) => [a, b])).toEqual(['a', 'b']);
     expect(readParameterNames(() => 1)).toEqual([]);
     expect(readParameterNames((...rest: unknown[]) => rest)).toBeUndefined();
     expect(readParameterNames(({ id }: { id: string }) => id)).toBeUndefined();
     expect(readParameterNames(Math.max)).toBeUndefined();
     expect(readParameterNames(Reports.prototype.generate.bind(null))).toBeUndefined();
-    expect(readParameterNames(function (a /* comment */: unknown) { return a; })).toBeUndefined();
+    expect(
+      readParameterNames(function (a /* comment */ : unknown) {
+        return a;
+      }),
+    ).toBeUndefined();
   });
 });

@@ -245,7 +245,9 @@ describe('explorer startup checks', () => {
     @Module({ providers: providers as never[] })
     class FeatureModule {}
     // Global, like the interceptor's LockService must be visible wherever @WithLock is used.
-    const moduleRef = await Test.createTestingModule({ imports: [DistributedLockModule.forRoot({ isGlobal: true }), FeatureModule] })
+    const moduleRef = await Test.createTestingModule({
+      imports: [DistributedLockModule.forRoot({ isGlobal: true }), FeatureModule],
+    })
       .setLogger(logger)
       .compile();
     const app = moduleRef.createNestApplication({ logger });
@@ -262,7 +264,9 @@ describe('explorer startup checks', () => {
     }
     const { app } = await boot([Misnamed]);
     await expect(app.init()).rejects.toThrow(InvalidKeyTemplateError);
-    await expect(app.init()).rejects.toThrow(/<<reportid>> on Misnamed.run names no parameter \(its parameters are reportId\)/);
+    await expect(app.init()).rejects.toThrow(
+      /<<reportid>> on Misnamed.run names no parameter \(its parameters are reportId\)/,
+    );
     await app.close();
   });
 

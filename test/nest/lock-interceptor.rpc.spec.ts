@@ -35,7 +35,11 @@ describe('LockInterceptor on microservice (TCP) handlers', () => {
       controllers: [JobsController],
       providers: [{ provide: Gates, useValue: gates }],
     }).compile();
-    app = moduleRef.createNestMicroservice({ transport: Transport.TCP, options: { host: '127.0.0.1', port }, logger: false });
+    app = moduleRef.createNestMicroservice({
+      transport: Transport.TCP,
+      options: { host: '127.0.0.1', port },
+      logger: false,
+    });
     await app.listen();
     client = ClientProxyFactory.create({ transport: Transport.TCP, options: { host: '127.0.0.1', port } });
     await client.connect();

@@ -1,5 +1,16 @@
 /* eslint-disable @typescript-eslint/unbound-method -- methods are read here as values (metadata, parameter names), never called unbound */
-import { Body, Controller, Get, Injectable, INestApplication, MessageEvent, Param, Post, Put, Sse } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Get,
+  Injectable,
+  INestApplication,
+  MessageEvent,
+  Param,
+  Post,
+  Put,
+  Sse,
+} from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { get } from 'node:http';
@@ -120,7 +131,10 @@ class FilesController {
   renewals(@CurrentLock() lock: LockHandle): Observable<MessageEvent> {
     return lock.renewals$.pipe(
       take(3),
-      map((renewal) => ({ type: renewal.type, data: { fencingToken: String(renewal.fencingToken), held: lock.isHeld } })),
+      map((renewal) => ({
+        type: renewal.type,
+        data: { fencingToken: String(renewal.fencingToken), held: lock.isHeld },
+      })),
     );
   }
 
@@ -129,7 +143,6 @@ class FilesController {
   computed(@CurrentLock() lock: LockHandle) {
     return describeHandle(lock);
   }
-
 }
 
 @Controller('accounts')
@@ -189,7 +202,9 @@ describe('LockInterceptor over HTTP (memory backend)', () => {
   });
 
   it('runs the handler holding the lock, exposes it via @CurrentLock and LockService.current, and frees it before responding', async () => {
-    const pending = request(base).put('/files/1').then((response) => response);
+    const pending = request(base)
+      .put('/files/1')
+      .then((response) => response);
     await gates.entered('write:1');
     expect(await locks.isLocked('file:1')).toBe(true);
     gates.open('write:1');
@@ -200,7 +215,9 @@ describe('LockInterceptor over HTTP (memory backend)', () => {
   });
 
   it('answers 409 with the key and Retry-After when the key is busy and waitTimeout is 0', async () => {
-    const first = request(base).put('/files/2').then((response) => response);
+    const first = request(base)
+      .put('/files/2')
+      .then((response) => response);
     await gates.entered('write:2');
     const second = await request(base).put('/files/2');
     expect(second.status).toBe(409);
@@ -211,10 +228,19 @@ describe('LockInterceptor over HTTP (memory backend)', () => {
   });
 
   it('serialises requests on the same key and lets other keys run in parallel', async () => {
-    const a = request(base).put('/files/3/queued').send({ name: 'a' }).then((response) => response);
+    const a = request(base)
+      .put('/files/3/queued')
+      .send({ name: 'a' })
+      .then((response) => response);
     await gates.entered('queued:a');
-    const b = request(base).put('/files/3/queued').send({ name: 'b' }).then((response) => response);
-    const other = request(base).put('/files/4/queued').send({ name: 'other' }).then((response) => response);
+    const b = request(base)
+      .put('/files/3/queued')
+      .send({ name: 'b' })
+      .then((response) => response);
+    const other = request(base)
+      .put('/files/4/queued')
+      .send({ name: 'other' })
+      .then((response) => response);
     await gates.entered('queued:other'); // another key is not blocked by file:3
     gates.open('queued:other');
     expect((await other).status).toBe(200);
@@ -243,13 +269,17 @@ describe('LockInterceptor over HTTP (memory backend)', () => {
   });
 
   it('answers 400 for a key the core rejects (too long)', async () => {
-    const response = await request(base).post('/files/by-body').send({ id: 'x'.repeat(2_000) });
+    const response = await request(base)
+      .post('/files/by-body')
+      .send({ id: 'x'.repeat(2_000) });
     expect(response.status).toBe(400);
     expect(response.body.message).toContain('limit is 1024');
   });
 
   it('answers 503 when the lock is lost while the handler runs, without waiting for the handler', async () => {
-    const pending = request(base).put('/files/5/lose').then((response) => response);
+    const pending = request(base)
+      .put('/files/5/lose')
+      .then((response) => response);
     await gates.entered('lose:5');
     const held = app.get(FilesController).lastLock!;
     // Someone deletes the lock behind the holder's back (as an expiry would): the next renewal finds it gone.
@@ -290,7 +320,10 @@ describe('LockInterceptor over HTTP (memory backend)', () => {
   });
 
   it('does not deadlock when opposite transfers run at once', async () => {
-    const one = request(base).post('/accounts/transfer').send({ from: 'p', to: 'q', gate: 'pq' }).then((response) => response);
+    const one = request(base)
+      .post('/accounts/transfer')
+      .send({ from: 'p', to: 'q', gate: 'pq' })
+      .then((response) => response);
     await gates.entered('pq');
     // The reverse transfer needs the same keys in the same (sorted) order, so it finds p busy and fails fast
     // instead of holding q while waiting for p.
@@ -302,7 +335,9 @@ describe('LockInterceptor over HTTP (memory backend)', () => {
   });
 
   it('applies a class-level @WithLock to every handler, and a method-level one overrides it', async () => {
-    const pending = request(base).get('/docs/1').then((response) => response);
+    const pending = request(base)
+      .get('/docs/1')
+      .then((response) => response);
     await gates.entered('doc:1');
     expect(await locks.isLocked('doc:1')).toBe(true);
     expect((await request(base).get('/docs/1')).status).toBe(409);
@@ -312,7 +347,9 @@ describe('LockInterceptor over HTTP (memory backend)', () => {
   });
 
   it('holds the lock until a returned Observable completes', async () => {
-    const pending = request(base).get('/files/7/later').then((response) => response);
+    const pending = request(base)
+      .get('/files/7/later')
+      .then((response) => response);
     await gates.entered('later:7');
     expect(await locks.isLocked('file:7')).toBe(true);
     gates.open('later:7');
@@ -343,12 +380,15 @@ describe('LockInterceptor over HTTP (memory backend)', () => {
   });
 
   it('streams the held lock’s renewals over SSE', async () => {
-    const response = await request(base).get('/files/9/renewals').buffer(true).parse((res, done) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => done(null, text));
-    });
+    const response = await request(base)
+      .get('/files/9/renewals')
+      .buffer(true)
+      .parse((res, done) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => done(null, text));
+      });
     const events = (response.body as string).split('\n\n').filter((event) => event.includes('data:'));
     expect(events).toHaveLength(3);
     for (const event of events) {
@@ -359,7 +399,9 @@ describe('LockInterceptor over HTTP (memory backend)', () => {
   });
 
   it('lets a locked service method called from a locked handler reuse the request’s lock (reentrancy)', async () => {
-    const pending = request(base).put('/files/10/nested').then((response) => response);
+    const pending = request(base)
+      .put('/files/10/nested')
+      .then((response) => response);
     await gates.entered('nested:10');
     // Still held by the request after the nested method returned; another request is refused.
     expect((await request(base).put('/files/10')).status).toBe(409);
@@ -378,7 +420,6 @@ describe('LockInterceptor over HTTP (memory backend)', () => {
     expect(response.status).toBe(200);
     expect(response.body.key).toBe('computed:12');
   });
-
 });
 
 describe('LockInterceptor in other context types', () => {
@@ -402,15 +443,17 @@ describe('LockInterceptor in other context types', () => {
     const locks = new LockService(new MemoryLockBackend());
     const interceptor = new LockInterceptor(locks, new Reflector());
     const next = { handle: () => of(Resolver.prototype.resolve()) };
-    await expect(firstValueFrom(interceptor.intercept(graphqlContext(Resolver.prototype.resolve), next))).resolves.toBe('resolved');
+    await expect(firstValueFrom(interceptor.intercept(graphqlContext(Resolver.prototype.resolve), next))).resolves.toBe(
+      'resolved',
+    );
     const held = await locks.acquire('static-key');
-    await expect(firstValueFrom(interceptor.intercept(graphqlContext(Resolver.prototype.resolve), next))).rejects.toBeInstanceOf(
-      LockTimeoutError,
-    );
+    await expect(
+      firstValueFrom(interceptor.intercept(graphqlContext(Resolver.prototype.resolve), next)),
+    ).rejects.toBeInstanceOf(LockTimeoutError);
     await held.release();
-    await expect(firstValueFrom(interceptor.intercept(graphqlContext(Resolver.prototype.withPlaceholder), next))).rejects.toThrow(
-      /Pass a function instead/,
-    );
+    await expect(
+      firstValueFrom(interceptor.intercept(graphqlContext(Resolver.prototype.withPlaceholder), next)),
+    ).rejects.toThrow(/Pass a function instead/);
     await locks.close();
   });
 });

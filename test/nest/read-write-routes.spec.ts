@@ -72,8 +72,12 @@ describe('@WithLock with read locks and semaphores', () => {
 
   it('admits two holders of a permits: 2 semaphore and turns the third away', async () => {
     const server = app.getHttpServer();
-    const one = request(server).put('/docs/9/semaphore/s1').then((r) => r);
-    const two = request(server).put('/docs/9/semaphore/s2').then((r) => r);
+    const one = request(server)
+      .put('/docs/9/semaphore/s1')
+      .then((r) => r);
+    const two = request(server)
+      .put('/docs/9/semaphore/s2')
+      .then((r) => r);
     await whenEntered('s1');
     await whenEntered('s2');
     await request(server).put('/docs/9/semaphore/s3').expect(409);

@@ -175,7 +175,9 @@ describe('@WithLock as metadata + LockInterceptor', () => {
   let backend: RecordingBackend;
   let gates: Gates;
 
-  async function start(imports = [DistributedLockModule.forRoot({ backend, defaults: { ttl: 5_000, waitTimeout: 5_000 } })]) {
+  async function start(
+    imports = [DistributedLockModule.forRoot({ backend, defaults: { ttl: 5_000, waitTimeout: 5_000 } })],
+  ) {
     const moduleRef = await Test.createTestingModule({
       imports,
       controllers: [
@@ -194,7 +196,8 @@ describe('@WithLock as metadata + LockInterceptor', () => {
     locks = app.get(LockService);
   }
 
-  const waitersOn = async (key: string) => (await (backend.inner as MemoryLockBackend).inspect('locks', key)).waiters?.length;
+  const waitersOn = async (key: string) =>
+    (await (backend.inner as MemoryLockBackend).inspect('locks', key)).waiters?.length;
 
   beforeEach(() => {
     gates = new Gates();
@@ -265,14 +268,16 @@ describe('@WithLock as metadata + LockInterceptor', () => {
 
   it('cancels the wait of a queued request whose client disconnects', async () => {
     await start();
-    const first = request(base).get('/things/slow/1').then((response) => response);
+    const first = request(base)
+      .get('/things/slow/1')
+      .then((response) => response);
     await gates.entered('slow:1');
     const queued = httpRequest(`${base}/things/slow/1`);
     queued.on('error', () => undefined);
     queued.end();
-    await eventually(async () => await waitersOn('slow:1') === 1, 10_000, 'the second request queued');
+    await eventually(async () => (await waitersOn('slow:1')) === 1, 10_000, 'the second request queued');
     queued.destroy();
-    await eventually(async () => await waitersOn('slow:1') === 0, 10_000, 'the abandoned wait was cancelled');
+    await eventually(async () => (await waitersOn('slow:1')) === 0, 10_000, 'the abandoned wait was cancelled');
     gates.open('slow:1');
     expect((await first).status).toBe(200);
     // Nobody took the lock after the holder: the abandoned request never ran.
@@ -289,7 +294,8 @@ describe('@WithLock as metadata + LockInterceptor', () => {
     } finally {
       subscription.unsubscribe();
     }
-    const byKey = (key: string) => events.filter((event) => event.key === key).map((event) => [event.type, event.requestId]);
+    const byKey = (key: string) =>
+      events.filter((event) => event.key === key).map((event) => [event.type, event.requestId]);
     expect(byKey('digits:21')).toEqual([
       ['acquired', 'req-21'],
       ['released', 'req-21'],
@@ -302,7 +308,11 @@ describe('@WithLock as metadata + LockInterceptor', () => {
 
   it('answers through the LockInterceptor subclass given to forRoot', async () => {
     await start([
-      DistributedLockModule.forRoot({ backend, defaults: { ttl: 5_000, waitTimeout: 5_000 }, lockInterceptor: PatientLockInterceptor }),
+      DistributedLockModule.forRoot({
+        backend,
+        defaults: { ttl: 5_000, waitTimeout: 5_000 },
+        lockInterceptor: PatientLockInterceptor,
+      }),
     ]);
     const held = await locks.acquire('busy:9');
     const response = await request(base).get('/things/busy/9');
@@ -345,7 +355,9 @@ describe('@WithLock in a module that cannot see DistributedLockModule', () => {
     const app = moduleRef.createNestApplication({ logger: false });
     const failure = app.init();
     await expect(failure).rejects.toBeInstanceOf(LockModuleMissingError);
-    await expect(failure).rejects.toThrow(/OrphanController\.get .*import DistributedLockModule\.forRoot\(\.\.\.\) into OrphanModule/);
+    await expect(failure).rejects.toThrow(
+      /OrphanController\.get .*import DistributedLockModule\.forRoot\(\.\.\.\) into OrphanModule/,
+    );
     await app.close();
   });
 
@@ -364,7 +376,9 @@ describe('@WithLock in a module that cannot see DistributedLockModule', () => {
       imports: [DistributedLockModule.forRoot({ backend: new MemoryLockBackend() }), OrphanClassModule],
     }).compile();
     const app = moduleRef.createNestApplication({ logger: false });
-    await expect(app.init()).rejects.toThrow(/@WithLock on OrphanClassController has no LockService: .* into OrphanClassModule/);
+    await expect(app.init()).rejects.toThrow(
+      /@WithLock on OrphanClassController has no LockService: .* into OrphanClassModule/,
+    );
     await app.close();
   });
 
@@ -383,7 +397,9 @@ describe('@WithLock in a module that cannot see DistributedLockModule', () => {
       const url = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
       expect((await request(url).get('/orphan/1')).status).toBe(500);
       expect(thrown).toBeInstanceOf(LockModuleMissingError);
-      expect((thrown as Error).message).toMatch(/OrphanController\.get has no LockService: import DistributedLockModule\.forRoot/);
+      expect((thrown as Error).message).toMatch(
+        /OrphanController\.get has no LockService: import DistributedLockModule\.forRoot/,
+      );
     } finally {
       await app.close();
     }

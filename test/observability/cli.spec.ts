@@ -55,8 +55,24 @@ describe('CLI argument parsing', () => {
       timeout: 5_000,
     });
     expect(
-      parseCliArgs(['watch', 'file:42', '--etcd', 'http://a:2379, http://b:2379', '--prefix', 'billing', '--interval', '250', '--json']),
-    ).toMatchObject({ command: 'watch', target: { kind: 'etcd', hosts: ['http://a:2379', 'http://b:2379'] }, prefix: 'billing', interval: 250, json: true });
+      parseCliArgs([
+        'watch',
+        'file:42',
+        '--etcd',
+        'http://a:2379, http://b:2379',
+        '--prefix',
+        'billing',
+        '--interval',
+        '250',
+        '--json',
+      ]),
+    ).toMatchObject({
+      command: 'watch',
+      target: { kind: 'etcd', hosts: ['http://a:2379', 'http://b:2379'] },
+      prefix: 'billing',
+      interval: 250,
+      json: true,
+    });
     expect(parseCliArgs(['--help'])).toEqual({ command: 'help' });
     expect(parseCliArgs([])).toEqual({ command: 'help' });
   });
@@ -67,7 +83,10 @@ describe('CLI argument parsing', () => {
     [['inspect', '--redis', '10.0.0.5:6379', 'k'], /takes a URL/],
     [['inspect', '--redis', 'redis://h:1'], /needs a KEY/],
     [['inspect', '--redis', 'redis://h:1', 'a', 'b'], /one KEY/],
-    [['watch', '--redis', 'redis://h:1', '--interval', '10', 'k'], /--interval takes a whole number of milliseconds >= 100/],
+    [
+      ['watch', '--redis', 'redis://h:1', '--interval', '10', 'k'],
+      /--interval takes a whole number of milliseconds >= 100/,
+    ],
     [['delete', '--redis', 'redis://h:1', 'k'], /Unknown command "delete"/],
     [['inspect', '--bogus', 'k'], /Unknown option '--bogus'/],
   ])('rejects %j', (argv, message) => {
@@ -78,7 +97,14 @@ describe('CLI argument parsing', () => {
 
 describe('CLI formatting', () => {
   it('formats durations for a table column', () => {
-    expect([0, 850, 3_240, 59_999, 252_000, 7_500_000].map(formatDuration)).toEqual(['0 ms', '850 ms', '3.2 s', '1 min 0 s', '4 min 12 s', '2 h 5 min']);
+    expect([0, 850, 3_240, 59_999, 252_000, 7_500_000].map(formatDuration)).toEqual([
+      '0 ms',
+      '850 ms',
+      '3.2 s',
+      '1 min 0 s',
+      '4 min 12 s',
+      '2 h 5 min',
+    ]);
   });
 
   it('prints holders and waiters as tables', () => {
@@ -87,7 +113,15 @@ describe('CLI formatting', () => {
       namespace: 'locks',
       backend: 'redis',
       address: '10.0.0.5:6379',
-      holders: [{ holder: 'web-1/4242/api-1', mode: 'exclusive', fencingToken: 9_007_199_254_740_993n, since: T0 - 3_200, expiresAt: T0 + 26_800 }],
+      holders: [
+        {
+          holder: 'web-1/4242/api-1',
+          mode: 'exclusive',
+          fencingToken: 9_007_199_254_740_993n,
+          since: T0 - 3_200,
+          expiresAt: T0 + 26_800,
+        },
+      ],
       waiters: [
         { holder: 'web-2/977/api-2', mode: 'exclusive', since: T0 - 1_500 },
         { holder: 'worker-7/31/jobs', mode: 'read', since: T0 - 400 },
@@ -115,7 +149,10 @@ describe('CLI formatting', () => {
     expect(formatInspection({ ...base, holders: [], waiters: [] }, T0)).toBe(
       'Lock "k" in namespace "locks" on redis at h:1\nChecked at 2025-03-01T12:00:00.000Z: free',
     );
-    const unknownQueue = formatInspection({ ...base, holders: [{ mode: 'exclusive', permits: 3, expiresAt: T0 - 300 }] }, T0);
+    const unknownQueue = formatInspection(
+      { ...base, holders: [{ mode: 'exclusive', permits: 3, expiresAt: T0 - 300 }] },
+      T0,
+    );
     expect(unknownQueue).toContain('held\n');
     expect(unknownQueue).toMatch(/\?\s+semaphore of 3\s+-\s+-\s+-\s+expired 300 ms ago/);
     expect(unknownQueue).toContain('WAITERS: not reported (the redis backend keeps no queue on the server)');
@@ -142,7 +179,9 @@ describe('CLI end to end (memory backend)', () => {
     await eventually(async () => ((await app.inspect('file:42')).waiters?.length === 1 ? true : undefined));
 
     const io = captureIo({ open });
-    expect(await runCli(['inspect', '--redis', 'redis://unused:1', '--prefix', 'cli-test', 'file:42'], io)).toBe(EXIT_OK);
+    expect(await runCli(['inspect', '--redis', 'redis://unused:1', '--prefix', 'cli-test', 'file:42'], io)).toBe(
+      EXIT_OK,
+    );
     const out = io.out();
     expect(out).toContain('Lock "file:42" in namespace "cli-test" on memory at in-process');
     expect(out).toContain(': held, 1 waiting');
@@ -212,11 +251,17 @@ describe('CLI end to end (memory backend)', () => {
 
 describe('CLI targets and process', () => {
   it('opens Redis and etcd backends without connecting, and never shows credentials', async () => {
-    const redis = openTarget({ kind: 'redis', url: 'redis://app:s3cret@10.0.0.5:6390/1' }, { prefix: 'billing', timeout: 1_000 });
+    const redis = openTarget(
+      { kind: 'redis', url: 'redis://app:s3cret@10.0.0.5:6390/1' },
+      { prefix: 'billing', timeout: 1_000 },
+    );
     expect([redis.backend.kind, redis.backend.address, redis.keyPrefix]).toEqual(['redis', '10.0.0.5:6390', 'billing']);
     await redis.close();
 
-    const etcd = openTarget({ kind: 'etcd', hosts: ['http://10.0.0.6:2379', 'http://10.0.0.7:2379'] }, { prefix: 'locks', timeout: 1_000, env: { ETCDCTL_USER: 'root:s3cret' } });
+    const etcd = openTarget(
+      { kind: 'etcd', hosts: ['http://10.0.0.6:2379', 'http://10.0.0.7:2379'] },
+      { prefix: 'locks', timeout: 1_000, env: { ETCDCTL_USER: 'root:s3cret' } },
+    );
     expect(etcd.backend.kind).toBe('etcd');
     expect(etcd.backend.address).not.toContain('s3cret');
     await etcd.close();
@@ -228,7 +273,14 @@ describe('CLI targets and process', () => {
     expect(help.stdout).toContain('nest-distributed-lock inspect (--redis URL | --etcd HOSTS)');
 
     const port = await freeTestPort();
-    const down = await runMain(['inspect', '--redis', `redis://app:s3cret@127.0.0.1:${port}`, '--timeout', '1000', 'file:42']);
+    const down = await runMain([
+      'inspect',
+      '--redis',
+      `redis://app:s3cret@127.0.0.1:${port}`,
+      '--timeout',
+      '1000',
+      'file:42',
+    ]);
     expect(down.code).toBe(1);
     expect(down.stderr).toMatch(/Lock\w*Error: /);
     expect(down.stdout + down.stderr).not.toContain('s3cret');
@@ -242,10 +294,14 @@ function escape(text: string): string {
 /** lib/cli/main.ts in a child process, the way bin/nest-distributed-lock.js runs the compiled file. */
 function runMain(argv: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--require', join(REPO, 'test/support/ts-register.js'), join(REPO, 'lib/cli/main.ts'), ...argv], {
-      cwd: REPO,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--require', join(REPO, 'test/support/ts-register.js'), join(REPO, 'lib/cli/main.ts'), ...argv],
+      {
+        cwd: REPO,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

@@ -1,4 +1,12 @@
-import { CanActivate, Controller, ExecutionContext, INestApplication, Injectable, Module, UseGuards } from '@nestjs/common';
+import {
+  CanActivate,
+  Controller,
+  ExecutionContext,
+  INestApplication,
+  Injectable,
+  Module,
+  UseGuards,
+} from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import type { LockBackend } from '../../lib/backends/lock-backend.interface';
@@ -17,7 +25,10 @@ class OperatorGuard implements CanActivate {
   }
 }
 
-async function adminApp(admin: LockAdminModuleOptions, backend: LockBackend = new MemoryLockBackend()): Promise<INestApplication> {
+async function adminApp(
+  admin: LockAdminModuleOptions,
+  backend: LockBackend = new MemoryLockBackend(),
+): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({
     imports: [
       DistributedLockModule.forRoot({ backend, isGlobal: true, keyPrefix: 'admin', instanceId: 'api-1' }),
@@ -47,8 +58,15 @@ describe('LockAdminController', () => {
     app = await adminApp({ guards: [OperatorGuard] });
     const locks = app.get(LockService);
     const lock = await locks.acquire('file:42', { ttl: 30_000 });
-    const waiting = [locks.acquire('file:42', { waitTimeout: 20_000 }), locks.acquire('file:42', { mode: 'read', waitTimeout: 20_000 })];
-    await eventually(async () => ((await locks.inspect('file:42')).waiters?.length === 2 ? true : undefined), 10_000, 'two waiters');
+    const waiting = [
+      locks.acquire('file:42', { waitTimeout: 20_000 }),
+      locks.acquire('file:42', { mode: 'read', waitTimeout: 20_000 }),
+    ];
+    await eventually(
+      async () => ((await locks.inspect('file:42')).waiters?.length === 2 ? true : undefined),
+      10_000,
+      'two waiters',
+    );
 
     const response = await request(app.getHttpServer()).get('/locks/file%3A42').set('x-operator', 'yes').expect(200);
     expect(response.body).toEqual({
@@ -84,10 +102,20 @@ describe('LockAdminController', () => {
     const b = await locks.acquire('job:nightly', { family: 'jobs' });
 
     const response = await request(app.getHttpServer()).get('/ops/locks').set('x-operator', 'yes').expect(200);
-    expect(response.body).toMatchObject({ holder: locks.holderId, namespace: 'admin', backend: 'memory', heldCount: 2 });
+    expect(response.body).toMatchObject({
+      holder: locks.holderId,
+      namespace: 'admin',
+      backend: 'memory',
+      heldCount: 2,
+    });
     expect(response.body.holder).toMatch(/\/\d+\/api-1$/);
     expect(response.body.held).toEqual([
-      expect.objectContaining({ key: 'file:1', family: 'file', mode: 'exclusive', fencingToken: a.fencingToken.toString() }),
+      expect.objectContaining({
+        key: 'file:1',
+        family: 'file',
+        mode: 'exclusive',
+        fencingToken: a.fencingToken.toString(),
+      }),
       expect.objectContaining({ key: 'job:nightly', family: 'jobs', fencingToken: b.fencingToken.toString() }),
     ]);
 

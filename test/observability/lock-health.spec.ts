@@ -26,7 +26,11 @@ class HealthController {
   }
 }
 
-@Module({ imports: [TerminusModule.forRoot({ logger: false })], controllers: [HealthController], providers: [LockHealthIndicator] })
+@Module({
+  imports: [TerminusModule.forRoot({ logger: false })],
+  controllers: [HealthController],
+  providers: [LockHealthIndicator],
+})
 class HealthModule {}
 
 async function healthApp(backend: LockBackend): Promise<INestApplication> {
@@ -70,7 +74,9 @@ describe('LockHealthIndicator', () => {
     const server = await startSilentServer();
     try {
       // No ready check: ioredis would otherwise leave a 2 s timer behind when the unanswered INFO fails on close.
-      app = await healthApp(new RedisLockBackend({ url: `redis://127.0.0.1:${server.port}`, redisOptions: { enableReadyCheck: false } }));
+      app = await healthApp(
+        new RedisLockBackend({ url: `redis://127.0.0.1:${server.port}`, redisOptions: { enableReadyCheck: false } }),
+      );
       const started = Date.now();
       const response = await request(app.getHttpServer()).get('/health').expect(503);
       expect(Date.now() - started).toBeLessThan(5_000);
@@ -102,8 +108,14 @@ describe('LockHealthIndicator', () => {
     try {
       app = await healthApp(new RedisLockBackend({ client }));
       const response = await request(app.getHttpServer()).get('/health').expect(503);
-      expect(response.body.error.lock).toMatchObject({ status: 'down', backend: 'redis', address: `127.0.0.1:${port}` });
-      expect(response.body.error.lock.message).toMatch(/^LockBackendError: redis backend at 127\.0\.0\.1:\d+ failed during isLocked: /);
+      expect(response.body.error.lock).toMatchObject({
+        status: 'down',
+        backend: 'redis',
+        address: `127.0.0.1:${port}`,
+      });
+      expect(response.body.error.lock.message).toMatch(
+        /^LockBackendError: redis backend at 127\.0\.0\.1:\d+ failed during isLocked: /,
+      );
       expect(response.body.error.lock.message).not.toMatch(/no reply within/);
       expect(JSON.stringify(response.body)).not.toContain('s3cret');
     } finally {

@@ -14,16 +14,13 @@ describe('attachLockLogger', () => {
     const locks = new LockService(new MemoryLockBackend(), { keyPrefix: 'logs', instanceId: 'api-1' });
     attachLockLogger(locks, logger);
     const tokens: string[] = [];
-    await runInLockScope(
-      async () => {
-        const lock = await locks.acquire('file:42', { ttl: 150 });
-        tokens.push(lock.token);
-        await firstValueFrom(lock.renewals$);
-        await expect(locks.acquire('file:42', { waitTimeout: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
-        await lock.release();
-      },
-      'req-7',
-    );
+    await runInLockScope(async () => {
+      const lock = await locks.acquire('file:42', { ttl: 150 });
+      tokens.push(lock.token);
+      await firstValueFrom(lock.renewals$);
+      await expect(locks.acquire('file:42', { waitTimeout: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
+      await lock.release();
+    }, 'req-7');
 
     expect(logger.lines.map((line) => line.level)).toEqual(['debug', 'verbose', 'debug', 'debug']);
     for (const line of logger.lines) {
@@ -35,7 +32,9 @@ describe('attachLockLogger', () => {
       expect(line.message).not.toContain(tokens[0]);
     }
     const [acquired, renewed, timeout, released] = logger.lines.map((line) => line.message);
-    expect(acquired).toMatch(/^Acquired "file:42" after waiting \d+ ms \(family file, mode exclusive, fencing token 1,/);
+    expect(acquired).toMatch(
+      /^Acquired "file:42" after waiting \d+ ms \(family file, mode exclusive, fencing token 1,/,
+    );
     expect(renewed).toMatch(/^Renewed "file:42" \(#1\), valid until \d{4}-\d\d-\d\dT/);
     expect(timeout).toMatch(/^Gave up waiting for "file:42" after \d+ ms/);
     expect(released).toMatch(/^Released "file:42" after holding it \d+ ms \(.*fencing token 1,/);
@@ -54,9 +53,13 @@ describe('attachLockLogger', () => {
     const warnings = logger.lines.filter((line) => line.level === 'warn');
     const errors = logger.lines.filter((line) => line.level === 'error');
     expect(warnings.length).toBeGreaterThanOrEqual(1);
-    expect(warnings[0].message).toMatch(/^Lock "report:1" is at risk: a renewal failed \(.*ETIMEDOUT redis:\/\/\*\*\*@10\.0\.0\.7:6380.*\), \d+ ms of validity left/);
+    expect(warnings[0].message).toMatch(
+      /^Lock "report:1" is at risk: a renewal failed \(.*ETIMEDOUT redis:\/\/\*\*\*@10\.0\.0\.7:6380.*\), \d+ ms of validity left/,
+    );
     expect(errors).toHaveLength(1);
-    expect(errors[0].message).toMatch(/^Lost lock "report:1" after holding it \d+ ms: .*Work guarded by it is no longer exclusive/);
+    expect(errors[0].message).toMatch(
+      /^Lost lock "report:1" after holding it \d+ ms: .*Work guarded by it is no longer exclusive/,
+    );
     expect(errors[0].context).toBe('DistributedLock');
     const levels = logger.lines.map((line) => line.level);
     expect(levels.indexOf('warn')).toBeLessThan(levels.indexOf('error'));

@@ -73,7 +73,9 @@ describe('attachLockMetrics', () => {
     for (const metric of metrics.values()) {
       expect(metric.descriptor.description).not.toBe('');
       for (const point of metric.dataPoints) {
-        expect(Object.keys(point.attributes).every((name) => ['backend', 'lock.family', 'lock.outcome'].includes(name))).toBe(true);
+        expect(
+          Object.keys(point.attributes).every((name) => ['backend', 'lock.family', 'lock.outcome'].includes(name)),
+        ).toBe(true);
         expect(JSON.stringify(point.attributes)).not.toMatch(/user:\d|api-1/);
       }
     }

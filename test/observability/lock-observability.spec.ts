@@ -16,7 +16,11 @@ import { RecordingLogger } from './support/recording-logger';
 async function withObservability(options: LockObservabilityOptions) {
   const locks = new LockService(new MemoryLockBackend());
   const moduleRef = await Test.createTestingModule({
-    providers: [{ provide: LockService, useValue: locks }, { provide: DISTRIBUTED_LOCK_MODULE_OPTIONS, useValue: options }, LockObservability],
+    providers: [
+      { provide: LockService, useValue: locks },
+      { provide: DISTRIBUTED_LOCK_MODULE_OPTIONS, useValue: options },
+      LockObservability,
+    ],
   }).compile();
   await moduleRef.init();
   return { locks, moduleRef };

@@ -1,5 +1,10 @@
 import { SpanStatusCode } from '@opentelemetry/api';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+} from '@opentelemetry/sdk-trace-base';
 import { MemoryLockBackend } from '../../lib/backends/memory/memory-lock.backend';
 import { LockBackendError, LockTimeoutError } from '../../lib/errors';
 import { LockService } from '../../lib/lock.service';
@@ -59,7 +64,11 @@ describe('attachLockTracing', () => {
     expect(await locks.tryAcquire('file:1')).toBeNull();
 
     const [timedOut, busy] = spans();
-    expect(timedOut.attributes).toMatchObject({ 'lock.outcome': 'timeout', 'error.type': 'LockTimeoutError', 'lock.operation': 'acquire' });
+    expect(timedOut.attributes).toMatchObject({
+      'lock.outcome': 'timeout',
+      'error.type': 'LockTimeoutError',
+      'lock.operation': 'acquire',
+    });
     expect(timedOut.attributes['lock.wait_time_ms']).toBeGreaterThanOrEqual(90);
     expect(timedOut.status).toMatchObject({ code: SpanStatusCode.ERROR });
     expect(timedOut.status.message).toMatch(/did not become free within waitTimeout=100 ms/);

@@ -28,7 +28,15 @@ import type { LockTracingOptions } from '../../lib/observability/lock-tracing';
  */
 const ROOT = resolve(__dirname, '../..');
 const REQUIRED = ['@nestjs/common', '@nestjs/core', 'rxjs', 'reflect-metadata', '@types/node'];
-const OPTIONAL_PEERS = ['ioredis', 'redis', '@redis/client', 'etcd3', 'node-zookeeper-client', '@nestjs/terminus', '@opentelemetry/api'];
+const OPTIONAL_PEERS = [
+  'ioredis',
+  'redis',
+  '@redis/client',
+  'etcd3',
+  'node-zookeeper-client',
+  '@nestjs/terminus',
+  '@opentelemetry/api',
+];
 
 /** Every public type that describes an optional peer's client, options or result, used as an app would. */
 const CONSUMER = `
@@ -72,7 +80,10 @@ describe('the package without its optional peers', () => {
     }
     const pkg = join(modules, 'nest-distributed-lock');
     mkdirSync(pkg, { recursive: true });
-    writeFileSync(join(pkg, 'package.json'), JSON.stringify({ name: 'nest-distributed-lock', main: 'dist/lib/index.js', types: 'dist/lib/index.d.ts' }));
+    writeFileSync(
+      join(pkg, 'package.json'),
+      JSON.stringify({ name: 'nest-distributed-lock', main: 'dist/lib/index.js', types: 'dist/lib/index.d.ts' }),
+    );
     emitPackage(join(pkg, 'dist', 'lib'));
     writeFileSync(join(dir, 'app.ts'), CONSUMER);
   });
@@ -93,7 +104,10 @@ describe('the package without its optional peers', () => {
 
   it('runs in a folder where the optional peers are really absent (a control for the check above)', () => {
     const control = join(dir, 'control.ts');
-    writeFileSync(control, OPTIONAL_PEERS.map((peer, index) => `import type * as peer${index} from '${peer}';`).join('\n'));
+    writeFileSync(
+      control,
+      OPTIONAL_PEERS.map((peer, index) => `import type * as peer${index} from '${peer}';`).join('\n'),
+    );
     const problems = ts.getPreEmitDiagnostics(consumerProgram([control]));
     expect(problems.map((problem) => problem.code)).toEqual(OPTIONAL_PEERS.map(() => 2307));
   });
@@ -165,9 +179,20 @@ describe('clients typed by our structural interfaces', () => {
 /** `tsc -p tsconfig.build.json` into `outDir`. */
 function emitPackage(outDir: string): void {
   const configPath = join(ROOT, 'tsconfig.build.json');
-  const config = ts.getParsedCommandLineOfConfigFile(configPath, {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => fail(explain(d)) });
+  const config = ts.getParsedCommandLineOfConfigFile(
+    configPath,
+    {},
+    { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => fail(explain(d)) },
+  );
   if (!config) throw new Error('tsconfig.build.json could not be read');
-  const program = ts.createProgram(config.fileNames, { ...config.options, outDir, declaration: true, sourceMap: false, declarationMap: false, noEmit: false });
+  const program = ts.createProgram(config.fileNames, {
+    ...config.options,
+    outDir,
+    declaration: true,
+    sourceMap: false,
+    declarationMap: false,
+    noEmit: false,
+  });
   const result = program.emit();
   const problems = result.diagnostics.map(explain);
   if (problems.length > 0) throw new Error(`declaration emit failed:\n${problems.join('\n')}`);
@@ -190,7 +215,9 @@ function consumerProgram(files: string[]): ts.Program {
 }
 
 function explain(diagnostic: ts.Diagnostic): string {
-  const where = diagnostic.file ? `${diagnostic.file.fileName}(${diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start ?? 0).line + 1}): ` : '';
+  const where = diagnostic.file
+    ? `${diagnostic.file.fileName}(${diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start ?? 0).line + 1}): `
+    : '';
   return `${where}TS${diagnostic.code} ${ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')}`;
 }
 
@@ -219,7 +246,10 @@ export function realClientsFit(
     { url: 'redis://h', redisOptions },
     { url: 'redis://h', clientPackage: 'redis' },
   ];
-  const redlockBackends: RedlockBackendOptions[] = [{ clients: [redis, redis, redis] }, { clients: [nodeRedis, nodeRedisResp3, redis] }];
+  const redlockBackends: RedlockBackendOptions[] = [
+    { clients: [redis, redis, redis] },
+    { clients: [nodeRedis, nodeRedisResp3, redis] },
+  ];
   const etcdBackends: EtcdLockBackendOptions[] = [{ client: etcd }, etcdOptions];
   const zookeeperBackends: ZooKeeperLockBackendOptions[] = [{ client: zookeeper }];
   const metrics: LockMetricsOptions = { meterProvider };

@@ -24,7 +24,9 @@ async function main(): Promise<void> {
       cycles++;
     }
     const perSecond = Math.round((cycles * 1_000) / DURATION_MS);
-    console.log(`uncontended tryAcquire+release: ${perSecond} cycles/s (${cycles} in ${DURATION_MS} ms, one sequential caller)`);
+    console.log(
+      `uncontended tryAcquire+release: ${perSecond} cycles/s (${cycles} in ${DURATION_MS} ms, one sequential caller)`,
+    );
   } finally {
     await backend.close();
     await client.quit();

@@ -8,7 +8,12 @@
 import Redis from 'ioredis';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
 import { LockService } from '../../lib/lock.service';
-import { KINDS_WORKER_ENV, type KindsSection, type KindsWorkerConfig, type KindsWorkerMessage } from './kinds-worker-protocol';
+import {
+  KINDS_WORKER_ENV,
+  type KindsSection,
+  type KindsWorkerConfig,
+  type KindsWorkerMessage,
+} from './kinds-worker-protocol';
 
 function send(message: KindsWorkerMessage): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -27,7 +32,12 @@ async function main(): Promise<void> {
   client.on('error', () => undefined);
   const backend = new RedisLockBackend({ client, fairness: config.fairness, waiterTtl: config.waiterTtl });
   const locks = new LockService(backend, { keyPrefix: config.keyPrefix });
-  const options = { mode: config.mode, permits: config.permits, ttl: config.ttl, waitTimeout: config.waitTimeout ?? 60_000 };
+  const options = {
+    mode: config.mode,
+    permits: config.permits,
+    ttl: config.ttl,
+    waitTimeout: config.waitTimeout ?? 60_000,
+  };
   await locks.isLocked(config.key); // connected: 'ready' means ready to contend
   await send({ type: 'ready' });
 
@@ -58,6 +68,8 @@ async function main(): Promise<void> {
 
 main().catch(async (error: unknown) => {
   const failure = error instanceof Error ? error : new Error(String(error));
-  await send({ type: 'error', message: `${failure.name}: ${failure.message}`, stack: failure.stack }).catch(() => undefined);
+  await send({ type: 'error', message: `${failure.name}: ${failure.message}`, stack: failure.stack }).catch(
+    () => undefined,
+  );
   process.exit(1);
 });

@@ -42,7 +42,10 @@ export class KindsWorker {
   /** The next message of `type`; rejects on an 'error' message, an exit, or silence for `timeoutMs`. */
   message<T extends KindsWorkerMessage['type']>(type: T, timeoutMs = 60_000): Promise<MessageOf<T>> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => finish(new Error(`worker sent no "${type}" within ${timeoutMs} ms:\n${this.output}`)), timeoutMs);
+      const timer = setTimeout(
+        () => finish(new Error(`worker sent no "${type}" within ${timeoutMs} ms:\n${this.output}`)),
+        timeoutMs,
+      );
       const finish = (error?: Error, message?: KindsWorkerMessage) => {
         clearTimeout(timer);
         this.listeners.delete(check);
@@ -53,10 +56,12 @@ export class KindsWorker {
         const index = this.inbox.findIndex((message) => message.type === type || message.type === 'error');
         if (index >= 0) {
           const [message] = this.inbox.splice(index, 1);
-          if (message.type === 'error') return finish(new Error(`worker failed: ${message.message}\n${message.stack ?? ''}`));
+          if (message.type === 'error')
+            return finish(new Error(`worker failed: ${message.message}\n${message.stack ?? ''}`));
           return finish(undefined, message);
         }
-        if (this.exitInfo) finish(new Error(`worker exited (${JSON.stringify(this.exitInfo)}) before "${type}":\n${this.output}`));
+        if (this.exitInfo)
+          finish(new Error(`worker exited (${JSON.stringify(this.exitInfo)}) before "${type}":\n${this.output}`));
       };
       this.listeners.add(check);
       check();

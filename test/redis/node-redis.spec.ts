@@ -46,7 +46,10 @@ describe('Redis backend over a node-redis client', () => {
     it('fails every operation against a dead server with a LockBackendError naming the address within operationTimeout, without the password', async () => {
       const port = await unusedPort();
       const client = nodeClient(`redis://lockuser:s3cret-pass@127.0.0.1:${port}`, resp);
-      const locks = new LockService(new RedisLockBackend({ client }), { keyPrefix: NAMESPACE, operationTimeout: OPERATION_TIMEOUT });
+      const locks = new LockService(new RedisLockBackend({ client }), {
+        keyPrefix: NAMESPACE,
+        operationTimeout: OPERATION_TIMEOUT,
+      });
       try {
         const checks: [string, () => Promise<unknown>, number][] = [
           ['tryAcquire', () => locks.tryAcquire('down', { ttl: 10_000 }), OPERATION_TIMEOUT],

@@ -69,7 +69,12 @@ describe.each<ClientKind>(['ioredis', 'node-redis'])('Redis FIFO mode (fairness:
    * Starts `acquire` and resolves once its entry is in the queue (the queue then has `position + 1` entries),
    * with the pending acquisition (wrapped: an async function would flatten a returned promise).
    */
-  async function enqueue(locks: LockService, key: string, position: number, options: LockOptions = {}): Promise<{ granted: Promise<LockHandle> }> {
+  async function enqueue(
+    locks: LockService,
+    key: string,
+    position: number,
+    options: LockOptions = {},
+  ): Promise<{ granted: Promise<LockHandle> }> {
     const granted = locks.acquire(key, { ttl: 10_000, waitTimeout: 60_000, ...options });
     granted.catch(() => undefined);
     await eventually(async () => (await queueLength(key)) === position + 1, 10_000);
@@ -149,12 +154,15 @@ describe.each<ClientKind>(['ioredis', 'node-redis'])('Redis FIFO mode (fairness:
   it('queues readers behind a waiting writer, then lets them in together after it', async () => {
     const firstReader = await service().acquire('doc', { mode: 'read', ttl: 30_000 });
     const events: string[] = [];
-    const writer = (await enqueue(service(), 'doc', 0, { mode: 'write' })).granted.then((lock) => (events.push('writer'), lock));
+    const writer = (await enqueue(service(), 'doc', 0, { mode: 'write' })).granted.then(
+      (lock) => (events.push('writer'), lock),
+    );
     const late = service();
     expect(await late.tryAcquire('doc', { mode: 'read' })).toBeNull(); // never overtakes the queue
-    const readers = [await enqueue(late, 'doc', 1, { mode: 'read' }), await enqueue(service(), 'doc', 2, { mode: 'read' })].map(
-      ({ granted }) => granted.then((lock) => (events.push('reader'), lock)),
-    );
+    const readers = [
+      await enqueue(late, 'doc', 1, { mode: 'read' }),
+      await enqueue(service(), 'doc', 2, { mode: 'read' }),
+    ].map(({ granted }) => granted.then((lock) => (events.push('reader'), lock)));
 
     await firstReader.release();
     const writerLock = await writer;

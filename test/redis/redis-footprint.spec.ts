@@ -102,7 +102,9 @@ describe('Redis footprint: nothing stays per lock name once its locks are gone',
     await admin.flushall(); // DBSIZE below counts every key: start from an empty server
     const names = Array.from({ length: 1_000 }, (_, index) => `order:${index}`);
     for (let start = 0; start < names.length; start += 100) {
-      const handles = await Promise.all(names.slice(start, start + 100).map((name) => locks.acquire(name, { ttl, waitTimeout: 0 })));
+      const handles = await Promise.all(
+        names.slice(start, start + 100).map((name) => locks.acquire(name, { ttl, waitTimeout: 0 })),
+      );
       await Promise.all(handles.map((handle) => handle.release()));
     }
     const releasedAt = Date.now();

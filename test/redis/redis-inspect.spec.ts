@@ -20,19 +20,29 @@ describe('Redis: LockService.inspect', () => {
   afterAll(() => client.quit());
 
   it('shows the writer with its holder id, fencing token and expiry; readers and permits with theirs', async () => {
-    const locks = new LockService(new RedisLockBackend({ client }), { keyPrefix: 'inspect-redis', instanceId: 'api 1' });
+    const locks = new LockService(new RedisLockBackend({ client }), {
+      keyPrefix: 'inspect-redis',
+      instanceId: 'api 1',
+    });
     const writer = await locks.acquire('file:1', { ttl: 10_000 });
     const seen = await locks.inspect('file:1');
     expect(seen).toMatchObject({ key: 'file:1', backend: 'redis' });
     expect(seen.holders).toEqual([
-      expect.objectContaining({ mode: 'exclusive', holder: locks.holderId.replace(/\s/g, '_'), fencingToken: writer.fencingToken }),
+      expect.objectContaining({
+        mode: 'exclusive',
+        holder: locks.holderId.replace(/\s/g, '_'),
+        fencingToken: writer.fencingToken,
+      }),
     ]);
     expect(seen.holders[0].expiresAt! - Date.now()).toBeGreaterThan(5_000);
     // Plain Redis waiters race for the key; nothing on the server lists them.
     expect(seen.waiters).toBeUndefined();
     await writer.release();
 
-    const readers = await Promise.all([locks.acquire('file:1', { mode: 'read' }), locks.acquire('file:1', { mode: 'read' })]);
+    const readers = await Promise.all([
+      locks.acquire('file:1', { mode: 'read' }),
+      locks.acquire('file:1', { mode: 'read' }),
+    ]);
     const permits = await Promise.all([locks.acquire('file:1', { permits: 3 })]);
     const shared = await locks.inspect('file:1');
     expect(shared.holders.map((h) => [h.mode, h.permits])).toEqual([
@@ -47,7 +57,10 @@ describe('Redis: LockService.inspect', () => {
   });
 
   it('lists FIFO waiters in queue order', async () => {
-    const fifo = new LockService(new RedisLockBackend({ client, fairness: 'fifo' }), { keyPrefix: 'inspect-redis', instanceId: 'q' });
+    const fifo = new LockService(new RedisLockBackend({ client, fairness: 'fifo' }), {
+      keyPrefix: 'inspect-redis',
+      instanceId: 'q',
+    });
     const holder = await fifo.acquire('file:2', { ttl: 10_000 });
     const first = fifo.acquire('file:2', { mode: 'read', waitTimeout: 20_000 });
     await waitForWaiters(fifo, 'file:2', 1);

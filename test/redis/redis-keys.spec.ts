@@ -4,7 +4,22 @@ import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
 import { startLocalRedis, type LocalRedisServer } from './local-redis-server';
 import { held, lockRequest, NAMESPACE } from './redis-spec-helpers';
 
-const TRICKY_KEYS = ['a', '{a}', 'a}:fence', 'a}:released', 'a}:readers', 'a}:semaphore', 'a:semaphore', 'user/1', 'user', 'x{y}z', '%7B', '%', 'line\nbreak', 'ключ'];
+const TRICKY_KEYS = [
+  'a',
+  '{a}',
+  'a}:fence',
+  'a}:released',
+  'a}:readers',
+  'a}:semaphore',
+  'a:semaphore',
+  'user/1',
+  'user',
+  'x{y}z',
+  '%7B',
+  '%',
+  'line\nbreak',
+  'ключ',
+];
 
 /** The part of a key Redis Cluster hashes: between the first `{` and the next `}`. */
 function hashTag(name: string): string {

@@ -105,11 +105,15 @@ describe('Redis read/write locks and semaphores', () => {
 
     it('makes a writer wait for every reader, then wakes it when the last one leaves', async () => {
       const readers = [service(), service()];
-      const [first, second] = await Promise.all(readers.map((locks) => locks.acquire('doc', { mode: 'read', ttl: 20_000 })));
+      const [first, second] = await Promise.all(
+        readers.map((locks) => locks.acquire('doc', { mode: 'read', ttl: 20_000 })),
+      );
       // Only a release message can wake the writer within the bound below.
       const writerLocks = service({ recheckInterval: 30_000 });
       let granted = false;
-      const writer = writerLocks.acquire('doc', { mode: 'write', waitTimeout: 20_000 }).then((lock) => ((granted = true), lock));
+      const writer = writerLocks
+        .acquire('doc', { mode: 'write', waitTimeout: 20_000 })
+        .then((lock) => ((granted = true), lock));
       await eventually(async () => (await admin.zcard(redisLockKeys(ns, 'doc').writersWaiting)) === 1);
 
       await first.release();
@@ -219,7 +223,14 @@ describe('Redis read/write locks and semaphores', () => {
 
     it('frees a SIGKILLed holder’s permit after its ttl', async () => {
       const ttl = 2_000;
-      const holder = forkKindsWorker({ role: 'hold', redisUrl: server.url, keyPrefix: ns, key: 'pool', permits: 2, ttl });
+      const holder = forkKindsWorker({
+        role: 'hold',
+        redisUrl: server.url,
+        keyPrefix: ns,
+        key: 'pool',
+        permits: 2,
+        ttl,
+      });
       await holder.message('held');
       const locks = service();
       const mine = await locks.acquire('pool', { permits: 2, waitTimeout: 0 });
@@ -286,7 +297,9 @@ describe('Redis read/write locks and semaphores', () => {
       const requests = [request('write'), request('read'), request(undefined, 2)];
       const grants = await Promise.all(requests.map((r) => backend.tryAcquire(r)));
       const pipelines = jest.spyOn(client, 'pipeline');
-      const results = await backend.extendMany(requests.map((r, i) => ({ lock: { ...r, fencingToken: grants[i]!.fencingToken }, ttl: 60_000 })));
+      const results = await backend.extendMany(
+        requests.map((r, i) => ({ lock: { ...r, fencingToken: grants[i]!.fencingToken }, ttl: 60_000 })),
+      );
       expect(pipelines).toHaveBeenCalledTimes(1);
       pipelines.mockRestore();
       expect(results.every((result) => typeof result === 'number')).toBe(true);
@@ -301,7 +314,10 @@ describe('Redis read/write locks and semaphores', () => {
         const grant = await backend.tryAcquire(r);
         expect(grant).not.toBeNull();
         const lock = { ...r, fencingToken: grant!.fencingToken };
-        await eventually(async () => (await backend.tryAcquire({ ...r, mode: r.permits ? undefined : 'write', token: randomUUID() })) !== null);
+        await eventually(
+          async () =>
+            (await backend.tryAcquire({ ...r, mode: r.permits ? undefined : 'write', token: randomUUID() })) !== null,
+        );
         expect(await backend.extend(lock, 10_000)).toBeNull();
         expect(await backend.release(lock)).toBe(false);
       }

@@ -35,7 +35,10 @@ describe('Redis waiters', () => {
 
   async function clients(): Promise<{ total: number; subscribers: number }> {
     const lines = ((await admin.client('LIST')) as string).trim().split('\n');
-    return { total: lines.length, subscribers: lines.filter((line) => line.includes(` name=${SUBSCRIBER_NAME} `)).length };
+    return {
+      total: lines.length,
+      subscribers: lines.filter((line) => line.includes(` name=${SUBSCRIBER_NAME} `)).length,
+    };
   }
 
   it('is woken by the release, long before the holder’s lock would expire', async () => {

@@ -18,12 +18,14 @@ function recorder() {
   let notify = () => undefined as void;
   return {
     took,
-    listener: (name: string, takes: () => boolean = () => true) => (message: string) => {
-      if (!takes()) return false;
-      took.push(`${name}:${message}`);
-      notify();
-      return true;
-    },
+    listener:
+      (name: string, takes: () => boolean = () => true) =>
+      (message: string) => {
+        if (!takes()) return false;
+        took.push(`${name}:${message}`);
+        notify();
+        return true;
+      },
     async until(count: number): Promise<void> {
       if (took.length >= count) return;
       await new Promise<void>((resolve) => (notify = () => (took.length >= count ? resolve() : undefined)));
@@ -91,7 +93,10 @@ describe('Redis wake-ups without FIFO: one waiter per process per release', () =
     const writerGrant = await backend.tryAcquire(writer);
     const wait = deadline(30_000);
     try {
-      const readers = Array.from({ length: 4 }, () => ({ ...lockRequest('readers-all-wake', 60_000), mode: 'read' as const }));
+      const readers = Array.from({ length: 4 }, () => ({
+        ...lockRequest('readers-all-wake', 60_000),
+        mode: 'read' as const,
+      }));
       const before = await scriptCalls(admin);
       const grants = readers.map((reader) => backend.acquire(reader, wait.signal));
       await eventually(async () => (await scriptCalls(admin)) - before >= 2 * readers.length);
@@ -99,7 +104,8 @@ describe('Redis wake-ups without FIFO: one waiter per process per release', () =
       await backend.release(held(writer, writerGrant!));
       const granted = await Promise.all(grants);
       // All four hold it at once.
-      for (const [index, grant] of granted.entries()) expect(await backend.release(held(readers[index], grant))).toBe(true);
+      for (const [index, grant] of granted.entries())
+        expect(await backend.release(held(readers[index], grant))).toBe(true);
     } finally {
       wait.dispose();
       await backend.close();
@@ -121,7 +127,11 @@ describe('Redis wake-ups without FIFO: one waiter per process per release', () =
       const seen = recorder();
       let firstTakes = false;
       const subscriptions = [
-        subscriber.subscribe('turns:a', seen.listener('first', () => firstTakes), { takesTurns: true }),
+        subscriber.subscribe(
+          'turns:a',
+          seen.listener('first', () => firstTakes),
+          { takesTurns: true },
+        ),
         subscriber.subscribe('turns:a', seen.listener('second'), { takesTurns: true }),
         subscriber.subscribe('turns:a', seen.listener('third'), { takesTurns: true }),
         subscriber.subscribe('turns:a', seen.listener('all')),

@@ -1,6 +1,11 @@
 import Redis from 'ioredis';
 import { RedlockBackend, type RedlockBackendOptions } from '../../lib/backends/redlock/redlock.backend';
-import { closeNodeRedisClient, createNodeRedisClient, type BackendUnderTest, type NodeRedisClient } from '../support/backends';
+import {
+  closeNodeRedisClient,
+  createNodeRedisClient,
+  type BackendUnderTest,
+  type NodeRedisClient,
+} from '../support/backends';
 
 /** Which client package the instances' clients come from. */
 export type RedlockClientKind = 'ioredis' | 'node-redis';

@@ -52,7 +52,14 @@ const redlockFactory = (clientKind: RedlockClientKind): BackendFactory => ({
   unreachable: async () => {
     const ports = await freeTestPorts(3);
     const [port] = ports;
-    return { port, ...connectRedlockBackend(ports.map((each) => `redis://127.0.0.1:${each}`).join(','), { requestTimeout: 500 }, clientKind) };
+    return {
+      port,
+      ...connectRedlockBackend(
+        ports.map((each) => `redis://127.0.0.1:${each}`).join(','),
+        { requestTimeout: 500 },
+        clientKind,
+      ),
+    };
   },
   vanishings: [
     {

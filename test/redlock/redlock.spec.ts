@@ -37,13 +37,15 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     admins = servers.map((server) => quietClient(server.url));
   });
 
-
   afterEach(async () => {
     // Killed instances come back empty, on the same port, for the next test. Close connections only once they
     // reconnected: ioredis keeps a 2 s timer alive for a connection closed while its server is down.
     await Promise.all([...killed].map((index) => servers[index].restart()));
     killed.clear();
-    await eventually(async () => clients.every((client) => client.status === 'ready' || client.status === 'end'), 10_000);
+    await eventually(
+      async () => clients.every((client) => client.status === 'ready' || client.status === 'end'),
+      10_000,
+    );
     for (const resource of opened.splice(0).reverse()) await resource.close();
     await Promise.all(
       clients.splice(0).map(async (client) => {
@@ -93,7 +95,9 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     const names = redisLockKeys(ns, 'doc');
     const values = await Promise.all(admins.map((admin) => admin.get(names.lock)));
     // A grant through acquire() may carry the waiter marker (' w'): its release then publishes.
-    expect(values.filter((value) => value === lock.token || value === `${lock.token} w`).length).toBeGreaterThanOrEqual(quorum);
+    expect(values.filter((value) => value === lock.token || value === `${lock.token} w`).length).toBeGreaterThanOrEqual(
+      quorum,
+    );
     const counters = await Promise.all(admins.map(async (admin) => BigInt((await admin.get(names.fence)) ?? '0')));
     expect(counters.filter((counter) => counter >= lock.fencingToken).length).toBeGreaterThanOrEqual(quorum);
     expect(await locks.isLocked('doc')).toBe(true);
@@ -184,7 +188,7 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     await lock.release();
   });
 
-  it('takes a writer\'s intent back behind a busy answer that came after the grant (NOSCRIPT, then EVAL)', async () => {
+  it("takes a writer's intent back behind a busy answer that came after the grant (NOSCRIPT, then EVAL)", async () => {
     const names = redisLockKeys(ns, 'late-busy');
     const last = admins[count - 1];
     await last.set(names.lock, 'stale-holder', 'PX', 20_000);
@@ -196,7 +200,10 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     const redlock = backend();
     const request = { namespace: ns, key: 'late-busy', token: randomUUID(), ttl: 10_000 };
     const busy = new Redis(servers[count - 1].url);
-    const stuck = busy.eval("local t = redis.call('TIME') local s = t[1] * 1000000 + t[2] repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] > s + 300000 return 1", 0);
+    const stuck = busy.eval(
+      "local t = redis.call('TIME') local s = t[1] * 1000000 + t[2] repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] > s + 300000 return 1",
+      0,
+    );
     await sleep(20); // let the busy script start
     const grant = await redlock.acquire(request, new AbortController().signal);
     await stuck;
@@ -242,7 +249,8 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     expect(first.fencingToken).toBeGreaterThan(ahead);
     await first.release();
     // The raised counters live until their own clocks pass the token (an hour), not just the ttl + retention.
-    for (let index = 1; index < quorum; index++) expect(await admins[index].pttl(names.fence)).toBeGreaterThan(3_500_000);
+    for (let index = 1; index < quorum; index++)
+      expect(await admins[index].pttl(names.fence)).toBeGreaterThan(3_500_000);
 
     // Now the first instances go and the last come back empty: the new majority shares only raised counters
     // with the old one. Without the raise, every counter it holds would be an hour behind the first token.
@@ -267,7 +275,8 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
       expect(keys.filter((_, index) => ttls[index] === -1)).toEqual([]);
     }
     await Promise.all(handles.map((handle) => handle.release()));
-    for (const admin of admins) await eventually(async () => (await admin.keys(`${ns}:*`)).length === 0, 500 + 200 + 3_000);
+    for (const admin of admins)
+      await eventually(async () => (await admin.keys(`${ns}:*`)).length === 0, 500 + 200 + 3_000);
   });
 
   it('read/write locks: readers share a quorum, writers exclude them', async () => {
@@ -293,7 +302,12 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     const own = servers.map((server) => quietClient(server.url));
     const redlock = new RedlockBackend({ clients: own });
     opened.push(redlock);
-    const requests = Array.from({ length: 20 }, (_, index) => ({ namespace: ns, key: `many:${index}`, token: randomUUID(), ttl: 10_000 }));
+    const requests = Array.from({ length: 20 }, (_, index) => ({
+      namespace: ns,
+      key: `many:${index}`,
+      token: randomUUID(),
+      ttl: 10_000,
+    }));
     const grants = await Promise.all(requests.map((request) => redlock.tryAcquire(request)));
     const locks = requests.map((request, index) => ({ ...request, fencingToken: grants[index]!.fencingToken }));
     // Steady state: every instance has the extend script (a first batch also loads it, with one more pipeline).

@@ -245,7 +245,11 @@ export function nodeRedisFactory(kind: NodeRedisKind): BackendFactory {
 }
 
 /** The Redis suites run once per client: ioredis, node-redis RESP2, node-redis RESP3. */
-export const REDIS_CLIENT_FACTORIES: readonly BackendFactory[] = [redisFactory, nodeRedisFactory('redis-node'), nodeRedisFactory('redis-node-resp3')];
+export const REDIS_CLIENT_FACTORIES: readonly BackendFactory[] = [
+  redisFactory,
+  nodeRedisFactory('redis-node'),
+  nodeRedisFactory('redis-node-resp3'),
+];
 
 export const etcdFactory: BackendFactory = {
   name: 'etcd',
@@ -267,7 +271,8 @@ export const etcdFactory: BackendFactory = {
     },
     {
       name: "revocation of the holder's lease with a raw client",
-      run: (lock) => withRawEtcd((client) => client.leaseClient.leaseRevoke({ ID: asEtcdLockState(lock.state).leaseId })),
+      run: (lock) =>
+        withRawEtcd((client) => client.leaseClient.leaseRevoke({ ID: asEtcdLockState(lock.state).leaseId })),
     },
   ],
 };

@@ -5,7 +5,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { etcdHealthy } from './etcd-server';
 import { freeTestPorts } from './free-port';
-import { findBinary, ServerExitedError, SpawnedServer, spawnServer, stopServer, waitUntilReady } from './server-process';
+import {
+  findBinary,
+  ServerExitedError,
+  SpawnedServer,
+  spawnServer,
+  stopServer,
+  waitUntilReady,
+} from './server-process';
 
 /** One member of a test cluster. */
 export interface EtcdClusterMember {
@@ -91,19 +98,32 @@ function clusterMember(binary: string, plan: MemberPlan, initialCluster: string,
   const peer = `http://127.0.0.1:${plan.peerPort}`;
   // With a data dir from an earlier start, etcd ignores the --initial-* flags and rejoins as itself.
   const args = [
-    '--name', plan.name,
-    '--data-dir', plan.dir,
-    '--listen-client-urls', client,
-    '--advertise-client-urls', client,
-    '--listen-peer-urls', peer,
-    '--initial-advertise-peer-urls', peer,
-    '--initial-cluster', initialCluster,
-    '--initial-cluster-token', token,
-    '--initial-cluster-state', 'new',
-    '--heartbeat-interval', String(HEARTBEAT_MS),
-    '--election-timeout', String(ELECTION_MS),
-    '--logger', 'zap',
-    '--log-level', 'error',
+    '--name',
+    plan.name,
+    '--data-dir',
+    plan.dir,
+    '--listen-client-urls',
+    client,
+    '--advertise-client-urls',
+    client,
+    '--listen-peer-urls',
+    peer,
+    '--initial-advertise-peer-urls',
+    peer,
+    '--initial-cluster',
+    initialCluster,
+    '--initial-cluster-token',
+    token,
+    '--initial-cluster-state',
+    'new',
+    '--heartbeat-interval',
+    String(HEARTBEAT_MS),
+    '--election-timeout',
+    String(ELECTION_MS),
+    '--logger',
+    'zap',
+    '--log-level',
+    'error',
   ];
   let current: SpawnedServer | undefined;
 
@@ -138,7 +158,12 @@ function clusterMember(binary: string, plan: MemberPlan, initialCluster: string,
       server.ownTempDir(plan.dir);
       current = server;
       try {
-        await waitUntilReady(server, `etcd member ${plan.name} on ${client}`, () => etcdHealthy(plan.port), READY_TIMEOUT_MS);
+        await waitUntilReady(
+          server,
+          `etcd member ${plan.name} on ${client}`,
+          () => etcdHealthy(plan.port),
+          READY_TIMEOUT_MS,
+        );
       } catch (error) {
         await halt();
         throw error;
@@ -155,7 +180,9 @@ function cluster(members: EtcdClusterMember[], plans: MemberPlan[]): TestEtcdClu
     endpoints: members.map((member) => member.endpoint),
     async leader() {
       const statuses = await Promise.all(
-        members.map((member) => (member.isRunning() ? memberStatus(member.port).catch(() => undefined) : Promise.resolve(undefined))),
+        members.map((member) =>
+          member.isRunning() ? memberStatus(member.port).catch(() => undefined) : Promise.resolve(undefined),
+        ),
       );
       const leaderId = statuses.find((status) => status && status.leader !== '0')?.leader;
       const index = statuses.findIndex((status) => status !== undefined && status.header.member_id === leaderId);
@@ -199,7 +226,10 @@ function memberStatus(port: number, timeoutMs = 1_000): Promise<MemberStatus> {
         response.on('end', () => {
           try {
             const parsed = JSON.parse(body) as Partial<MemberStatus>;
-            resolve({ header: { member_id: String(parsed.header?.member_id ?? '') }, leader: String(parsed.leader ?? '0') });
+            resolve({
+              header: { member_id: String(parsed.header?.member_id ?? '') },
+              leader: String(parsed.leader ?? '0'),
+            });
           } catch (error) {
             reject(error);
           }

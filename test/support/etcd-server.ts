@@ -3,7 +3,14 @@ import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freeTestPorts } from './free-port';
-import { findBinary, ServerExitedError, SpawnedServer, spawnServer, stopServer, waitUntilReady } from './server-process';
+import {
+  findBinary,
+  ServerExitedError,
+  SpawnedServer,
+  spawnServer,
+  stopServer,
+  waitUntilReady,
+} from './server-process';
 
 export interface TestEtcdServer {
   /** http://127.0.0.1:<port>, what `new Etcd3({ hosts })` takes. */
@@ -50,18 +57,30 @@ async function launch(binary: string, port: number, peerPort: number, dir: strin
   const client = `http://127.0.0.1:${port}`;
   const peer = `http://127.0.0.1:${peerPort}`;
   const args = [
-    '--name', NAME,
-    '--data-dir', dir,
-    '--listen-client-urls', client,
-    '--advertise-client-urls', client,
-    '--listen-peer-urls', peer,
-    '--initial-advertise-peer-urls', peer,
-    '--initial-cluster', `${NAME}=${peer}`,
-    '--initial-cluster-state', 'new',
-    '--heartbeat-interval', '50',
-    '--election-timeout', '500',
-    '--logger', 'zap',
-    '--log-level', 'error',
+    '--name',
+    NAME,
+    '--data-dir',
+    dir,
+    '--listen-client-urls',
+    client,
+    '--advertise-client-urls',
+    client,
+    '--listen-peer-urls',
+    peer,
+    '--initial-advertise-peer-urls',
+    peer,
+    '--initial-cluster',
+    `${NAME}=${peer}`,
+    '--initial-cluster-state',
+    'new',
+    '--heartbeat-interval',
+    '50',
+    '--election-timeout',
+    '500',
+    '--logger',
+    'zap',
+    '--log-level',
+    'error',
   ];
   const server = spawnServer(binary, args);
   server.ownTempDir(dir);

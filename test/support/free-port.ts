@@ -17,14 +17,19 @@ async function freePorts(count: number): Promise<number[]> {
             server.once('error', reject);
             server.listen(0, '127.0.0.1', () => {
               const address = server.address();
-              if (address === null || typeof address === 'string') reject(new Error('could not read the port the kernel assigned'));
+              if (address === null || typeof address === 'string')
+                reject(new Error('could not read the port the kernel assigned'));
               else resolve(address.port);
             });
           }),
       ),
     );
   } finally {
-    await Promise.all(servers.map((server) => new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()))));
+    await Promise.all(
+      servers.map(
+        (server) => new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve())),
+      ),
+    );
   }
 }
 

@@ -8,7 +8,14 @@ import { RedisLockBackend, type RedisLockBackendTuning } from '../../lib/backend
 import type { BackendFactory, BackendUnderTest, BackendWorld } from './backends';
 import { freeTestPorts } from './free-port';
 import { pingRedis } from './redis-server';
-import { findBinary, ServerExitedError, SpawnedServer, spawnServer, stopServer, waitUntilReady } from './server-process';
+import {
+  findBinary,
+  ServerExitedError,
+  SpawnedServer,
+  spawnServer,
+  stopServer,
+  waitUntilReady,
+} from './server-process';
 
 /**
  * A throw-away Redis Cluster of masters on free loopback ports: `redis-server --cluster-enabled yes` per node,
@@ -41,7 +48,14 @@ export async function startRedisCluster(masters = 3): Promise<TestRedisCluster> 
   const nodes: Node[] = [];
   try {
     for (let index = 0; index < masters; index++) nodes.push(await launchNode(binary));
-    await run(cli, ['--cluster', 'create', ...nodes.map((node) => `127.0.0.1:${node.port}`), '--cluster-replicas', '0', '--cluster-yes']);
+    await run(cli, [
+      '--cluster',
+      'create',
+      ...nodes.map((node) => `127.0.0.1:${node.port}`),
+      '--cluster-replicas',
+      '0',
+      '--cluster-yes',
+    ]);
     await Promise.all(nodes.map((node) => waitForClusterOk(node)));
   } catch (error) {
     await stopNodes(nodes);
@@ -138,17 +152,28 @@ async function launchNode(binary: string): Promise<Node> {
     const [port, busPort] = await freeTestPorts(2);
     const dir = mkdtempSync(join(tmpdir(), 'ndl-redis-cluster-'));
     const server = spawnServer(binary, [
-      '--port', String(port),
-      '--cluster-enabled', 'yes',
-      '--cluster-config-file', join(dir, 'nodes.conf'),
-      '--cluster-port', String(busPort),
-      '--cluster-node-timeout', '5000',
-      '--bind', '127.0.0.1',
-      '--save', '',
-      '--appendonly', 'no',
-      '--dir', dir,
-      '--daemonize', 'no',
-      '--loglevel', 'warning',
+      '--port',
+      String(port),
+      '--cluster-enabled',
+      'yes',
+      '--cluster-config-file',
+      join(dir, 'nodes.conf'),
+      '--cluster-port',
+      String(busPort),
+      '--cluster-node-timeout',
+      '5000',
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      '--daemonize',
+      'no',
+      '--loglevel',
+      'warning',
     ]);
     server.ownTempDir(dir);
     try {
@@ -173,7 +198,7 @@ async function waitForClusterOk(node: Node): Promise<void> {
       node.server,
       `cluster state ok on 127.0.0.1:${node.port}`,
       async () => {
-        const info = (await client.cluster('INFO'));
+        const info = await client.cluster('INFO');
         return /cluster_state:ok/.test(info) && /cluster_slots_ok:16384/.test(info);
       },
       READY_TIMEOUT_MS,

@@ -3,7 +3,14 @@ import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freeTestPort } from './free-port';
-import { findBinary, ServerExitedError, SpawnedServer, spawnServer, stopServer, waitUntilReady } from './server-process';
+import {
+  findBinary,
+  ServerExitedError,
+  SpawnedServer,
+  spawnServer,
+  stopServer,
+  waitUntilReady,
+} from './server-process';
 
 export interface RedisServerOptions {
   /** Sets `requirepass`; the url then carries the password. */
@@ -55,13 +62,20 @@ interface Running {
 async function launch(binary: string, port: number, options: RedisServerOptions): Promise<Running> {
   const dir = mkdtempSync(join(tmpdir(), 'ndl-redis-'));
   const args = [
-    '--port', String(port),
-    '--bind', '127.0.0.1',
-    '--save', '',
-    '--appendonly', 'no',
-    '--dir', dir,
-    '--daemonize', 'no',
-    '--loglevel', 'warning',
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    dir,
+    '--daemonize',
+    'no',
+    '--loglevel',
+    'warning',
     ...(options.password ? ['--requirepass', options.password] : []),
     ...(options.extraArgs ?? []),
   ];

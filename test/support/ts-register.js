@@ -37,7 +37,13 @@ function compilerOptions() {
 }
 
 function compile(source, filename) {
-  const hash = crypto.createHash('sha1').update(filename).update('\0').update(source).update(configText()).digest('hex');
+  const hash = crypto
+    .createHash('sha1')
+    .update(filename)
+    .update('\0')
+    .update(source)
+    .update(configText())
+    .digest('hex');
   const cached = path.join(CACHE_DIR, `${hash}.js`);
   try {
     return fs.readFileSync(cached, 'utf8');

@@ -90,7 +90,9 @@ export function findJava(tool: 'java' | 'javac' = 'java'): string {
       // not in this directory
     }
   }
-  throw new Error(`${tool} is not on PATH. The ZooKeeper tests run a real ZooKeeper server and a Curator client: ${ZOOKEEPER_INSTALL_HINT}`);
+  throw new Error(
+    `${tool} is not on PATH. The ZooKeeper tests run a real ZooKeeper server and a Curator client: ${ZOOKEEPER_INSTALL_HINT}`,
+  );
 }
 
 /** Classpath of the server, or an error that says what to install. */
@@ -109,7 +111,9 @@ export function requireJar(path: string): string {
     accessSync(path, constants.R_OK);
     return path;
   } catch {
-    throw new Error(`${path} is missing. The ZooKeeper tests need Debian's ZooKeeper and Curator jars: ${ZOOKEEPER_INSTALL_HINT}`);
+    throw new Error(
+      `${path} is missing. The ZooKeeper tests need Debian's ZooKeeper and Curator jars: ${ZOOKEEPER_INSTALL_HINT}`,
+    );
   }
 }
 
@@ -138,7 +142,13 @@ async function launch(
       '',
     ].join('\n'),
   );
-  const server = spawnServer(java, [...JAVA_OPTIONS, '-cp', classpath, 'org.apache.zookeeper.server.ZooKeeperServerMain', config]);
+  const server = spawnServer(java, [
+    ...JAVA_OPTIONS,
+    '-cp',
+    classpath,
+    'org.apache.zookeeper.server.ZooKeeperServerMain',
+    config,
+  ]);
   server.ownTempDir(dir);
   recordForReaping(server.pid, port);
   try {
@@ -194,7 +204,9 @@ export function grantsSession(connectionString: string, timeoutMs = 1_000): Prom
       client.removeAllListeners('connected');
       client.close();
       // The closeSession request needs no answer here; drop the socket so no retry timer lingers.
-      (client as unknown as { connectionManager: { socket?: { destroy(): void } } }).connectionManager.socket?.destroy();
+      (
+        client as unknown as { connectionManager: { socket?: { destroy(): void } } }
+      ).connectionManager.socket?.destroy();
       resolve(ok);
     };
     client.once('connected', () => finish(true));
@@ -215,7 +227,10 @@ function pidFile(serverPid: number): string {
 
 function recordForReaping(serverPid: number, port: number): void {
   mkdirSync(PID_DIR, { recursive: true });
-  writeFileSync(pidFile(serverPid), JSON.stringify({ owner: process.pid, servers: [{ pid: serverPid, binary: SERVER_MAIN, port }] }));
+  writeFileSync(
+    pidFile(serverPid),
+    JSON.stringify({ owner: process.pid, servers: [{ pid: serverPid, binary: SERVER_MAIN, port }] }),
+  );
 }
 
 function forgetForReaping(serverPid: number): void {

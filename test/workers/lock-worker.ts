@@ -57,7 +57,12 @@ async function hold(config: WorkerConfig): Promise<void> {
   const connection = connectBackend(config.backend, config.address);
   const locks = new LockService(connection.backend, { keyPrefix: config.keyPrefix });
   const lock = await locks.acquire(config.key, { ttl: config.ttl, waitTimeout: config.waitTimeout ?? 30_000 });
-  await send({ type: 'held', fencingToken: lock.fencingToken.toString(), token: lock.token, expiresAt: lock.expiresAt });
+  await send({
+    type: 'held',
+    fencingToken: lock.fencingToken.toString(),
+    token: lock.token,
+    expiresAt: lock.expiresAt,
+  });
   // keepAlive stays: the process (and the watchdog) runs until the parent kills it.
 }
 
@@ -95,7 +100,9 @@ async function lifecycle(config: WorkerConfig): Promise<void> {
   finished();
   // Unref'd: only fires if something else keeps the process alive, and then says what.
   setTimeout(() => {
-    process.stderr.write(`still alive after close; active resources: ${JSON.stringify(process.getActiveResourcesInfo())}\n`);
+    process.stderr.write(
+      `still alive after close; active resources: ${JSON.stringify(process.getActiveResourcesInfo())}\n`,
+    );
   }, 4_000).unref();
 }
 
@@ -134,6 +141,8 @@ async function main(): Promise<void> {
 
 main().catch(async (error: unknown) => {
   const failure = error instanceof Error ? error : new Error(String(error));
-  await send({ type: 'error', name: failure.name, message: failure.message, stack: failure.stack }).catch(() => undefined);
+  await send({ type: 'error', name: failure.name, message: failure.message, stack: failure.stack }).catch(
+    () => undefined,
+  );
   process.exit(1);
 });

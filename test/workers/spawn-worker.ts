@@ -54,7 +54,10 @@ export class WorkerProcess {
   message<T extends WorkerMessage['type']>(type: T, timeoutMs = 30_000): Promise<MessageOf<T>> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
-        () => finish(new Error(`worker ${this.config.worker} sent no "${type}" within ${timeoutMs} ms. Output:\n${this.stderr}`)),
+        () =>
+          finish(
+            new Error(`worker ${this.config.worker} sent no "${type}" within ${timeoutMs} ms. Output:\n${this.stderr}`),
+          ),
         timeoutMs,
       );
       const finish = (error?: Error, message?: WorkerMessage) => {
@@ -68,14 +71,20 @@ export class WorkerProcess {
         if (index >= 0) {
           const [message] = this.inbox.splice(index, 1);
           if (message.type === 'error') {
-            const error = new Error(`worker ${this.config.worker} failed: ${message.name}: ${message.message}\n${message.stack ?? ''}`);
+            const error = new Error(
+              `worker ${this.config.worker} failed: ${message.name}: ${message.message}\n${message.stack ?? ''}`,
+            );
             return finish(error);
           }
           return finish(undefined, message);
         }
         if (this.exitInfo) {
           const { code, signal } = this.exitInfo;
-          finish(new Error(`worker ${this.config.worker} exited (code ${code}, signal ${signal}) before "${type}". Output:\n${this.stderr}`));
+          finish(
+            new Error(
+              `worker ${this.config.worker} exited (code ${code}, signal ${signal}) before "${type}". Output:\n${this.stderr}`,
+            ),
+          );
         }
       };
       this.listeners.add(check);

@@ -52,7 +52,10 @@ export class LineProcess {
   /** The next printed line that starts with `prefix`; earlier lines are consumed. */
   nextLine(prefix: string, timeoutMs: number): Promise<string> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => finish(new Error(`no "${prefix}" line within ${timeoutMs} ms. Output:\n${this.log}`)), timeoutMs);
+      const timer = setTimeout(
+        () => finish(new Error(`no "${prefix}" line within ${timeoutMs} ms. Output:\n${this.log}`)),
+        timeoutMs,
+      );
       const finish = (error?: Error, line?: string) => {
         clearTimeout(timer);
         this.waiters.delete(check);
@@ -65,7 +68,11 @@ export class LineProcess {
           if (line.startsWith(prefix)) return finish(undefined, line);
         }
         if (this.exitInfo) {
-          finish(new Error(`exited (code ${this.exitInfo.code}, signal ${this.exitInfo.signal}) before "${prefix}". Output:\n${this.log}`));
+          finish(
+            new Error(
+              `exited (code ${this.exitInfo.code}, signal ${this.exitInfo.signal}) before "${prefix}". Output:\n${this.log}`,
+            ),
+          );
         }
       };
       this.waiters.add(check);

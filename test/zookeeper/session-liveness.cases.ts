@@ -63,7 +63,7 @@ export function sessionCrashCases(ctx: ContractContext, server: () => TestZooKee
  * from, so the holder's network is cut (through a proxy) until its session is gone.
  */
 export function sessionOwnershipCases(ctx: ContractContext, server: () => TestZooKeeperServer): void {
-  it('after the holder\'s session expired, the next holder waited out its validity, and the old owner can neither extend nor release it', async () => {
+  it("after the holder's session expired, the next holder waited out its validity, and the old owner can neither extend nor release it", async () => {
     const proxy = await FaultProxy.start(server().port);
     ctx.defer(() => proxy.close());
     const connectionA = connectZooKeeperBackend(proxy.connectionString);
@@ -111,7 +111,11 @@ export function sessionLifecycleCases(ctx: ContractContext, server: () => TestZo
     ]);
     ctx.defer(() => worker.kill('SIGKILL'));
     await worker.nextLine('DONE', 45_000);
-    const { code } = await within(worker.exited, 10_000, `the process exiting by itself after closing everything (output: ${worker.output})`);
+    const { code } = await within(
+      worker.exited,
+      10_000,
+      `the process exiting by itself after closing everything (output: ${worker.output})`,
+    );
     expect(code).toBe(0);
   });
 }

@@ -13,7 +13,10 @@ import { AdminClient } from './zookeeper-spec-helpers';
 export const CONTRACT_SESSION_TIMEOUT = 4_000;
 
 /** A backend that owns its client, as an application passing `{ connectionString }` would. */
-export function connectZooKeeperBackend(connectionString: string, sessionTimeout = CONTRACT_SESSION_TIMEOUT): BackendUnderTest {
+export function connectZooKeeperBackend(
+  connectionString: string,
+  sessionTimeout = CONTRACT_SESSION_TIMEOUT,
+): BackendUnderTest {
   const backend = new ZooKeeperLockBackend({ connectionString, sessionTimeout, spinDelay: 100 });
   return { backend, close: () => backend.close() };
 }

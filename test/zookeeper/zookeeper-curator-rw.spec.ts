@@ -6,12 +6,26 @@ import { promisify } from 'node:util';
 import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper-lock.backend';
 import { lockPath } from '../../lib/backends/zookeeper/zookeeper-node-layout';
 import { LockService } from '../../lib/lock.service';
-import { findJava, JAVA_LIBRARY_DIR, requireJar, startZooKeeper, TestZooKeeperServer } from '../support/zookeeper-server';
+import {
+  findJava,
+  JAVA_LIBRARY_DIR,
+  requireJar,
+  startZooKeeper,
+  TestZooKeeperServer,
+} from '../support/zookeeper-server';
 import { LineProcess, killAllLineProcesses } from './line-process';
 import { AdminClient, queued, track } from './zookeeper-spec-helpers';
 
 /** Curator 5.4 and ZooKeeper 3.8 from Debian, as in zookeeper-curator.spec. */
-const CURATOR_JARS = ['curator-recipes.jar', 'curator-framework.jar', 'curator-client.jar', 'zookeeper.jar', 'zookeeper-jute.jar', 'guava.jar', 'slf4j-api.jar'];
+const CURATOR_JARS = [
+  'curator-recipes.jar',
+  'curator-framework.jar',
+  'curator-client.jar',
+  'zookeeper.jar',
+  'zookeeper-jute.jar',
+  'guava.jar',
+  'slf4j-api.jar',
+];
 /** JVM start-up and Curator's connect take a few seconds on a busy two-core machine. */
 const JAVA_TIMEOUT = 60_000;
 const CURATOR_WRITE_NODE = /^_c_[0-9a-f-]{36}-__WRIT__\d{10}$/;
@@ -43,7 +57,13 @@ describe("Interop with Apache Curator's InterProcessReadWriteLock", () => {
     classes = mkdtempSync(join(tmpdir(), 'ndl-curator-rw-'));
     const [zookeeper] = await Promise.all([
       startZooKeeper(),
-      promisify(execFile)(findJava('javac'), ['-d', classes, '-cp', jars.join(delimiter), join(__dirname, 'java', 'CuratorRwLockHolder.java')]),
+      promisify(execFile)(findJava('javac'), [
+        '-d',
+        classes,
+        '-cp',
+        jars.join(delimiter),
+        join(__dirname, 'java', 'CuratorRwLockHolder.java'),
+      ]),
     ]);
     server = zookeeper;
     classpath = [classes, ...jars, join(JAVA_LIBRARY_DIR, 'slf4j-nop.jar')].join(delimiter);
@@ -85,7 +105,8 @@ describe("Interop with Apache Curator's InterProcessReadWriteLock", () => {
     const line = await javaReader.nextLine('ACQUIRED', JAVA_TIMEOUT);
     const participants = line.split(' ')[1].split(',');
     expect(participants).toHaveLength(2);
-    for (const participant of participants) expect(participant.slice(participant.lastIndexOf('/') + 1)).toMatch(CURATOR_READ_NODE);
+    for (const participant of participants)
+      expect(participant.slice(participant.lastIndexOf('/') + 1)).toMatch(CURATOR_READ_NODE);
     expect(reader.isHeld).toBe(true);
     javaReader.send('release');
     await javaReader.nextLine('RELEASED', JAVA_TIMEOUT);

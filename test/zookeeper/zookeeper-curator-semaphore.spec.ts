@@ -6,12 +6,26 @@ import { promisify } from 'node:util';
 import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper-lock.backend';
 import { lockPath } from '../../lib/backends/zookeeper/zookeeper-node-layout';
 import { LockService } from '../../lib/lock.service';
-import { findJava, JAVA_LIBRARY_DIR, requireJar, startZooKeeper, TestZooKeeperServer } from '../support/zookeeper-server';
+import {
+  findJava,
+  JAVA_LIBRARY_DIR,
+  requireJar,
+  startZooKeeper,
+  TestZooKeeperServer,
+} from '../support/zookeeper-server';
 import { LineProcess, killAllLineProcesses } from './line-process';
 import { AdminClient, eventually, track } from './zookeeper-spec-helpers';
 
 /** Curator 5.4 and ZooKeeper 3.8 from Debian, as in zookeeper-curator.spec. */
-const CURATOR_JARS = ['curator-recipes.jar', 'curator-framework.jar', 'curator-client.jar', 'zookeeper.jar', 'zookeeper-jute.jar', 'guava.jar', 'slf4j-api.jar'];
+const CURATOR_JARS = [
+  'curator-recipes.jar',
+  'curator-framework.jar',
+  'curator-client.jar',
+  'zookeeper.jar',
+  'zookeeper-jute.jar',
+  'guava.jar',
+  'slf4j-api.jar',
+];
 /** JVM start-up and Curator's connect take a few seconds on a busy two-core machine. */
 const JAVA_TIMEOUT = 60_000;
 const NAMESPACE = 'curator-sem';
@@ -40,7 +54,8 @@ describe("Interop with Apache Curator's InterProcessSemaphoreV2", () => {
     ]);
   const leases = (key: string) => admin.children(`${lockPath(NAMESPACE, key)}/leases`);
   const gate = (key: string) => admin.children(`${lockPath(NAMESPACE, key)}/locks`);
-  const czxid = async (key: string, lease: string) => (await admin.stat(`${lockPath(NAMESPACE, key)}/leases/${lease}`))!.czxid.readBigUInt64BE(0);
+  const czxid = async (key: string, lease: string) =>
+    (await admin.stat(`${lockPath(NAMESPACE, key)}/leases/${lease}`))!.czxid.readBigUInt64BE(0);
   /** Waits until the semaphore has `count` lease nodes and `gated` nodes in its gate. */
   const nodes = (key: string, count: number, gated: number) =>
     eventually(
@@ -54,14 +69,23 @@ describe("Interop with Apache Curator's InterProcessSemaphoreV2", () => {
     classes = mkdtempSync(join(tmpdir(), 'ndl-curator-sem-'));
     const [zookeeper] = await Promise.all([
       startZooKeeper(),
-      promisify(execFile)(findJava('javac'), ['-d', classes, '-cp', jars.join(delimiter), join(__dirname, 'java', 'CuratorSemaphoreHolder.java')]),
+      promisify(execFile)(findJava('javac'), [
+        '-d',
+        classes,
+        '-cp',
+        jars.join(delimiter),
+        join(__dirname, 'java', 'CuratorSemaphoreHolder.java'),
+      ]),
     ]);
     server = zookeeper;
     // slf4j-nop keeps Curator quiet; the program's own lines are the protocol.
     classpath = [classes, ...jars, join(JAVA_LIBRARY_DIR, 'slf4j-nop.jar')].join(delimiter);
     admin = await AdminClient.connect(server.connectionString);
     // Separate sessions, as separate Nest services would have.
-    backends = Array.from({ length: 3 }, () => new ZooKeeperLockBackend({ connectionString: server.connectionString, sessionTimeout: 10_000 }));
+    backends = Array.from(
+      { length: 3 },
+      () => new ZooKeeperLockBackend({ connectionString: server.connectionString, sessionTimeout: 10_000 }),
+    );
     services = backends.map((backend) => new LockService(backend, { keyPrefix: NAMESPACE }));
   }, 90_000);
 
@@ -112,7 +136,9 @@ describe("Interop with Apache Curator's InterProcessSemaphoreV2", () => {
 
   it("Node holds: Curator's acquire(timeout) times out while Node fills the permits, and a patient Curator waiter gets a lease once Node returns one", async () => {
     const [a, b, c] = services;
-    const held = await Promise.all([a, b].map((locks) => locks.acquire('node-first', { permits: PERMITS, ttl: 5_000, waitTimeout: 10_000 })));
+    const held = await Promise.all(
+      [a, b].map((locks) => locks.acquire('node-first', { permits: PERMITS, ttl: 5_000, waitTimeout: 10_000 })),
+    );
 
     const impatient = curator('node-first', 1_500);
     await impatient.nextLine('TIMEOUT', JAVA_TIMEOUT);

@@ -6,17 +6,31 @@ import { promisify } from 'node:util';
 import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper-lock.backend';
 import { lockPath } from '../../lib/backends/zookeeper/zookeeper-node-layout';
 import { LockService } from '../../lib/lock.service';
-import { findJava, JAVA_LIBRARY_DIR, requireJar, startZooKeeper, TestZooKeeperServer } from '../support/zookeeper-server';
+import {
+  findJava,
+  JAVA_LIBRARY_DIR,
+  requireJar,
+  startZooKeeper,
+  TestZooKeeperServer,
+} from '../support/zookeeper-server';
 import { LineProcess, killAllLineProcesses } from './line-process';
 import { AdminClient, queued, track } from './zookeeper-spec-helpers';
 
 /** Curator 5.4 and ZooKeeper 3.8 from Debian; their manifests name the rest (guava, netty, jute). */
-const CURATOR_JARS = ['curator-recipes.jar', 'curator-framework.jar', 'curator-client.jar', 'zookeeper.jar', 'zookeeper-jute.jar', 'guava.jar', 'slf4j-api.jar'];
+const CURATOR_JARS = [
+  'curator-recipes.jar',
+  'curator-framework.jar',
+  'curator-client.jar',
+  'zookeeper.jar',
+  'zookeeper-jute.jar',
+  'guava.jar',
+  'slf4j-api.jar',
+];
 /** JVM start-up and Curator's connect take a few seconds on a busy two-core machine. */
 const JAVA_TIMEOUT = 60_000;
 const CURATOR_NODE = /^_c_[0-9a-f-]{36}-lock-\d{10}$/;
 
-describe('Interop with Apache Curator\'s InterProcessMutex', () => {
+describe("Interop with Apache Curator's InterProcessMutex", () => {
   let server: TestZooKeeperServer;
   let admin: AdminClient;
   let backend: ZooKeeperLockBackend;
@@ -26,14 +40,28 @@ describe('Interop with Apache Curator\'s InterProcessMutex', () => {
 
   /** A Java process that acquires the Curator mutex at `/curator/<key>`, waiting up to `timeoutMs`. */
   const curator = (key: string, timeoutMs: number) =>
-    LineProcess.spawn(findJava(), ['-XX:TieredStopAtLevel=1', '-cp', classpath, 'CuratorLockHolder', server.connectionString, lockPath('curator', key), String(timeoutMs)]);
+    LineProcess.spawn(findJava(), [
+      '-XX:TieredStopAtLevel=1',
+      '-cp',
+      classpath,
+      'CuratorLockHolder',
+      server.connectionString,
+      lockPath('curator', key),
+      String(timeoutMs),
+    ]);
 
   beforeAll(async () => {
     const jars = CURATOR_JARS.map((jar) => requireJar(join(JAVA_LIBRARY_DIR, jar)));
     classes = mkdtempSync(join(tmpdir(), 'ndl-curator-'));
     const [zookeeper] = await Promise.all([
       startZooKeeper(),
-      promisify(execFile)(findJava('javac'), ['-d', classes, '-cp', jars.join(delimiter), join(__dirname, 'java', 'CuratorLockHolder.java')]),
+      promisify(execFile)(findJava('javac'), [
+        '-d',
+        classes,
+        '-cp',
+        jars.join(delimiter),
+        join(__dirname, 'java', 'CuratorLockHolder.java'),
+      ]),
     ]);
     server = zookeeper;
     // slf4j-nop keeps Curator quiet; the program's own lines are the protocol.
@@ -54,7 +82,7 @@ describe('Interop with Apache Curator\'s InterProcessMutex', () => {
     if (classes) rmSync(classes, { recursive: true, force: true });
   });
 
-  it('Curator holds: Node\'s tryAcquire is refused, Node\'s acquire queues behind it and gets the lock when Java releases, before a later Java waiter', async () => {
+  it("Curator holds: Node's tryAcquire is refused, Node's acquire queues behind it and gets the lock when Java releases, before a later Java waiter", async () => {
     const javaHolder = curator('java-first', JAVA_TIMEOUT);
     await javaHolder.nextLine('ACQUIRED', JAVA_TIMEOUT);
     const [javaNode] = await admin.contenders('java-first', 'curator');
@@ -85,7 +113,7 @@ describe('Interop with Apache Curator\'s InterProcessMutex', () => {
     await javaLate.nextLine('RELEASED', JAVA_TIMEOUT);
   });
 
-  it('Node holds: Curator\'s acquire(timeout) times out, and a patient Curator waiter gets the lock once Node releases', async () => {
+  it("Node holds: Curator's acquire(timeout) times out, and a patient Curator waiter gets the lock once Node releases", async () => {
     const lock = await locks.acquire('node-first', { ttl: 5_000 });
     const impatient = curator('node-first', 1_500);
     await impatient.nextLine('TIMEOUT', JAVA_TIMEOUT);

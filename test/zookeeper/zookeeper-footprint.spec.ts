@@ -27,9 +27,12 @@ describe('ZooKeeper: footprint of many names taken once', () => {
   });
 
   it(`leaves no node under the namespace after ${NAMES} names were taken and released, with the service still open`, async () => {
-    const locks = new LockService(new ZooKeeperLockBackend({ connectionString: server.connectionString, sessionTimeout: 10_000 }), {
-      keyPrefix: 'footprint',
-    });
+    const locks = new LockService(
+      new ZooKeeperLockBackend({ connectionString: server.connectionString, sessionTimeout: 10_000 }),
+      {
+        keyPrefix: 'footprint',
+      },
+    );
     try {
       let next = 0;
       const lane = async () => {
@@ -40,16 +43,23 @@ describe('ZooKeeper: footprint of many names taken once', () => {
       };
       await Promise.all(Array.from({ length: 20 }, lane));
       // Emptied paths are swept in one batch, at the latest after the sweep delay (10 s).
-      await eventually(async () => (await admin.children(namespacePath('footprint'))).length === 0, 'every lock path is swept', 20_000);
+      await eventually(
+        async () => (await admin.children(namespacePath('footprint'))).length === 0,
+        'every lock path is swept',
+        20_000,
+      );
     } finally {
       await locks.close();
     }
   }, 120_000);
 
   it(`leaves no node under the namespace after ${SEMAPHORE_NAMES} semaphores were taken and released: their \`locks\` and \`leases\` parents are swept too`, async () => {
-    const locks = new LockService(new ZooKeeperLockBackend({ connectionString: server.connectionString, sessionTimeout: 10_000 }), {
-      keyPrefix: 'footprint-sem',
-    });
+    const locks = new LockService(
+      new ZooKeeperLockBackend({ connectionString: server.connectionString, sessionTimeout: 10_000 }),
+      {
+        keyPrefix: 'footprint-sem',
+      },
+    );
     try {
       let next = 0;
       const lane = async () => {
@@ -59,7 +69,11 @@ describe('ZooKeeper: footprint of many names taken once', () => {
         }
       };
       await Promise.all(Array.from({ length: 10 }, lane));
-      await eventually(async () => (await admin.children(namespacePath('footprint-sem'))).length === 0, 'every semaphore path is swept', 20_000);
+      await eventually(
+        async () => (await admin.children(namespacePath('footprint-sem'))).length === 0,
+        'every semaphore path is swept',
+        20_000,
+      );
     } finally {
       await locks.close();
     }

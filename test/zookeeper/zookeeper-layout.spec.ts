@@ -68,7 +68,11 @@ describe('ZooKeeper node layout (pure)', () => {
     expect(contenderPrefix(token)).toBe(`_c_${token}-lock-`);
     expect(contenderPrefix(token, 'read')).toBe(`_c_${token}-__READ__`);
     expect(contenderPrefix(token, 'write')).toBe(`_c_${token}-__WRIT__`);
-    const mixed = [`${contenderPrefix(token, 'read')}0000000008`, `${contenderPrefix(token)}0000000005`, `${contenderPrefix(token, 'write')}0000000006`];
+    const mixed = [
+      `${contenderPrefix(token, 'read')}0000000008`,
+      `${contenderPrefix(token)}0000000005`,
+      `${contenderPrefix(token, 'write')}0000000006`,
+    ];
     expect(sortContenders(mixed, ALL_MARKERS)).toEqual([mixed[1], mixed[2], mixed[0]]);
     expect(mixed.map(excludesReaders)).toEqual([false, true, true]);
     expect(excludesReaders('not-a-contender')).toBe(false);
@@ -77,7 +81,9 @@ describe('ZooKeeper node layout (pure)', () => {
   it('refuses owner tokens that are not lowercase UUIDs, which Curator would not recognise as protected names', async () => {
     const backend = new ZooKeeperLockBackend({ connectionString: '127.0.0.1:1', sessionTimeout: 2_000 });
     try {
-      await expect(backend.tryAcquire({ namespace: 'ns', key: 'k', token: 'a/b', ttl: 1_000 })).rejects.toThrow(TypeError);
+      await expect(backend.tryAcquire({ namespace: 'ns', key: 'k', token: 'a/b', ttl: 1_000 })).rejects.toThrow(
+        TypeError,
+      );
     } finally {
       await backend.close();
     }
@@ -124,7 +130,21 @@ describe('ZooKeeper node layout (on the server)', () => {
       .sample(fc.string({ unit: 'binary', minLength: 1, maxLength: 12 }), { numRuns: 150, seed: 42 })
       .filter((raw) => raw.isWellFormed())
       .map((raw) => validateLockKey(raw));
-    const special = ['.', '..', '/', '%', '%2F', 'a/b', 'lock-', '_c_', '\u0000', '🔒', '\ue000', '\uffff', 'zookeeper'];
+    const special = [
+      '.',
+      '..',
+      '/',
+      '%',
+      '%2F',
+      'a/b',
+      'lock-',
+      '_c_',
+      '\u0000',
+      '🔒',
+      '\ue000',
+      '\uffff',
+      'zookeeper',
+    ];
     const distinct = [...new Set([...keys, ...special])];
     const grants = [];
     for (const key of distinct) {

@@ -43,7 +43,7 @@ describe('ZooKeeperLockBackend queue', () => {
     await server?.stop();
   });
 
-  it('grants queued waiters in FIFO order of their sequence numbers; the fencing token is the node\'s czxid', async () => {
+  it("grants queued waiters in FIFO order of their sequence numbers; the fencing token is the node's czxid", async () => {
     const backend = newBackend();
     const holder = lockRequest('fifo');
     const first = (await backend.tryAcquire(holder))!;
@@ -85,7 +85,10 @@ describe('ZooKeeperLockBackend queue', () => {
     const path = (name: string) => `${lockPath('locks', 'herd')}/${name}`;
     const [h, w1, w2, w3] = (await admin.contenders('herd')).map(path);
     // Each client watches its own node (to hear of a deletion while it holds) and its predecessor, nothing else.
-    await eventually(() => armedDataWatches(waiters[2].backend).length === 2, 'the last waiter watches its predecessor');
+    await eventually(
+      () => armedDataWatches(waiters[2].backend).length === 2,
+      'the last waiter watches its predecessor',
+    );
     expect(armedDataWatches(waiters[0].backend)).toEqual([h, w1].sort());
     expect(armedDataWatches(waiters[1].backend)).toEqual([w1, w2].sort());
     expect(armedDataWatches(waiters[2].backend)).toEqual([w2, w3].sort());
@@ -124,7 +127,10 @@ describe('ZooKeeperLockBackend queue', () => {
     await queued(admin, 'leaver', 2);
     // The patient waiter's watch fired on the leaver's deletion; it now watches the holder, and still waits.
     const holderPath = stateOf(first).nodePath;
-    await eventually(() => armedDataWatches(patientBackend).includes(holderPath), 'the patient waiter watches the holder');
+    await eventually(
+      () => armedDataWatches(patientBackend).includes(holderPath),
+      'the patient waiter watches the holder',
+    );
     expect(waiting.settled()).toBe(false);
 
     await backend.release(held(holder, first));
@@ -208,7 +214,7 @@ describe('ZooKeeperLockBackend queue', () => {
     await other.release(held(e, grantE));
   });
 
-  it('an abort while waiting rejects with the signal\'s reason and deletes the waiter\'s node', async () => {
+  it("an abort while waiting rejects with the signal's reason and deletes the waiter's node", async () => {
     const backend = newBackend();
     const holder = lockRequest('abort');
     const first = (await backend.tryAcquire(holder))!;
@@ -236,7 +242,10 @@ describe('ZooKeeperLockBackend queue', () => {
       const controller = new AbortController();
       const waiting = proxied.acquire(lockRequest('outstanding'), controller.signal);
       controller.abort(new Error('deadline'));
-      const error = await waiting.then(() => undefined, (rejection: unknown) => rejection);
+      const error = await waiting.then(
+        () => undefined,
+        (rejection: unknown) => rejection,
+      );
       expect(error).toBeInstanceOf(LockBackendError);
       expect((error as LockBackendError).message).toContain(proxy.connectionString);
       // The queued create still runs once the connection is back, and the clean-up then deletes it: the lock
@@ -244,7 +253,10 @@ describe('ZooKeeperLockBackend queue', () => {
       const path = lockPath('locks', 'outstanding');
       const before = (await admin.stat(path))!.cversion;
       proxy.restore();
-      await eventually(async () => (await admin.stat(path))!.cversion === before + 2, 'the late node was created and deleted');
+      await eventually(
+        async () => (await admin.stat(path))!.cversion === before + 2,
+        'the late node was created and deleted',
+      );
       expect(await admin.contenders('outstanding')).toEqual([nodeName(first)]);
     } finally {
       await proxy.close();

@@ -2,7 +2,18 @@ import type { AcquireRequest, LockGrant } from '../../lib/backends/lock-backend.
 import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper-lock.backend';
 import { lockPath, MUTEX_MARKER, READ_MARKER, WRITE_MARKER } from '../../lib/backends/zookeeper/zookeeper-node-layout';
 import { startZooKeeper, TestZooKeeperServer } from '../support/zookeeper-server';
-import { AdminClient, armedDataWatches, eventually, held, lockRequest, never, nodeName, queued, stateOf, track } from './zookeeper-spec-helpers';
+import {
+  AdminClient,
+  armedDataWatches,
+  eventually,
+  held,
+  lockRequest,
+  never,
+  nodeName,
+  queued,
+  stateOf,
+  track,
+} from './zookeeper-spec-helpers';
 
 type Mode = 'exclusive' | 'read' | 'write';
 
@@ -13,7 +24,11 @@ describe('ZooKeeperLockBackend read/write locks', () => {
 
   /** Every contender on its own connection, like separate app instances. */
   const newBackend = () => {
-    const backend = new ZooKeeperLockBackend({ connectionString: server.connectionString, sessionTimeout: 10_000, spinDelay: 100 });
+    const backend = new ZooKeeperLockBackend({
+      connectionString: server.connectionString,
+      sessionTimeout: 10_000,
+      spinDelay: 100,
+    });
     backends.push(backend);
     return backend;
   };
@@ -53,7 +68,7 @@ describe('ZooKeeperLockBackend read/write locks', () => {
     await server?.stop();
   });
 
-  it('says it supports read/write locks, and names nodes as Curator\'s InterProcessReadWriteLock does', async () => {
+  it("says it supports read/write locks, and names nodes as Curator's InterProcessReadWriteLock does", async () => {
     expect(newBackend().supports.readWrite).toBe(true);
     const reader = contender('names', 'read');
     const readGrant = (await reader.tryAcquire())!;
@@ -73,7 +88,9 @@ describe('ZooKeeperLockBackend read/write locks', () => {
     for (const reader of readers) grants.push((await reader.tryAcquire())!);
     expect(grants.every(Boolean)).toBe(true);
     expect(await admin.contenders('shared')).toHaveLength(3);
-    expect(grants[1].fencingToken > grants[0].fencingToken && grants[2].fencingToken > grants[1].fencingToken).toBe(true);
+    expect(grants[1].fencingToken > grants[0].fencingToken && grants[2].fencingToken > grants[1].fencingToken).toBe(
+      true,
+    );
     // A waiting reader is admitted at once too.
     const late = contender('shared', 'read');
     await late.acquire().promise;
@@ -92,7 +109,8 @@ describe('ZooKeeperLockBackend read/write locks', () => {
     await readers[1].release();
     const writeGrant = await writing.promise;
 
-    for (const mode of ['read', 'write', 'exclusive'] as const) expect(await contender('rw', mode).tryAcquire()).toBeUndefined();
+    for (const mode of ['read', 'write', 'exclusive'] as const)
+      expect(await contender('rw', mode).tryAcquire()).toBeUndefined();
     const reading = contender('rw', 'read');
     const pending = reading.acquire();
     await queued(admin, 'rw', 2);
@@ -114,7 +132,10 @@ describe('ZooKeeperLockBackend read/write locks', () => {
     await queued(admin, 'fair', 3);
     const [, writerNode] = await admin.contenders('fair');
     // The late reader waits on the writer's node, not on the reader that holds.
-    await eventually(() => armedDataWatches(late.backend).includes(`${lockPath('locks', 'fair')}/${writerNode}`), 'the late reader watches the writer');
+    await eventually(
+      () => armedDataWatches(late.backend).includes(`${lockPath('locks', 'fair')}/${writerNode}`),
+      'the late reader watches the writer',
+    );
     expect(await late.backend.tryAcquire(request('fair', 'read'))).toBeNull();
 
     await first.release();
@@ -140,9 +161,15 @@ describe('ZooKeeperLockBackend read/write locks', () => {
     await queued(admin, 'watch', 4);
     const path = lockPath('locks', 'watch');
     const [w1Node, r1Node, w2Node] = (await admin.contenders('watch')).map((name) => `${path}/${name}`);
-    await eventually(() => armedDataWatches(r2.backend).includes(w2Node), 'the second reader watches the second writer');
+    await eventually(
+      () => armedDataWatches(r2.backend).includes(w2Node),
+      'the second reader watches the second writer',
+    );
     expect(armedDataWatches(r2.backend)).not.toContain(w1Node);
-    await eventually(() => armedDataWatches(w2.backend).includes(r1Node), 'the second writer watches the reader just before it');
+    await eventually(
+      () => armedDataWatches(w2.backend).includes(r1Node),
+      'the second writer watches the reader just before it',
+    );
     expect(armedDataWatches(r1.backend)).toContain(w1Node);
 
     await w1.release();

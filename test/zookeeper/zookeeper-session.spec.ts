@@ -85,7 +85,10 @@ describe('ZooKeeperLockBackend sessions', () => {
     await eventually(() => observed.length === 2, 'the backend reports the reconnection');
     expect(observed.map((event) => event.type)).toEqual(['at-risk', 'recovered']);
     const renewedBefore = events.filter((event) => event.type === 'renewed').length;
-    await eventually(() => events.filter((event) => event.type === 'renewed').length > renewedBefore, 'a renewal after the reconnection');
+    await eventually(
+      () => events.filter((event) => event.type === 'renewed').length > renewedBefore,
+      'a renewal after the reconnection',
+    );
     expect(lock.isHeld).toBe(true);
     expect(lock.signal.aborted).toBe(false);
     expect(await locks.isLocked('suspend')).toBe(true);
@@ -158,7 +161,7 @@ describe('ZooKeeperLockBackend sessions', () => {
     await next.release();
   });
 
-  it('an application\'s own client that expired stays expired: calls fail with a message saying to create a new client', async () => {
+  it("an application's own client that expired stays expired: calls fail with a message saying to create a new client", async () => {
     const proxy = defer(await FaultProxy.start(server.port));
     const client = createClient(proxy.connectionString, { sessionTimeout: SESSION_TIMEOUT, spinDelay: 100 });
     const expired = new Promise<void>((resolve) => client.once('expired', resolve));

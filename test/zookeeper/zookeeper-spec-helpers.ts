@@ -40,7 +40,9 @@ export class AdminClient {
 
   children(path: string): Promise<string[]> {
     return new Promise((resolve, reject) =>
-      this.client.getChildren(path, (error, children) => (error ? (isNoNode(error) ? resolve([]) : reject(error)) : resolve(children))),
+      this.client.getChildren(path, (error, children) =>
+        error ? (isNoNode(error) ? resolve([]) : reject(error)) : resolve(children),
+      ),
     );
   }
 
@@ -50,15 +52,21 @@ export class AdminClient {
   }
 
   stat(path: string): Promise<Stat | null> {
-    return new Promise((resolve, reject) => this.client.exists(path, (error, stat) => (error ? reject(error) : resolve(stat))));
+    return new Promise((resolve, reject) =>
+      this.client.exists(path, (error, stat) => (error ? reject(error) : resolve(stat))),
+    );
   }
 
   data(path: string): Promise<Buffer> {
-    return new Promise((resolve, reject) => this.client.getData(path, (error, data) => (error ? reject(error) : resolve(data))));
+    return new Promise((resolve, reject) =>
+      this.client.getData(path, (error, data) => (error ? reject(error) : resolve(data))),
+    );
   }
 
   remove(path: string): Promise<void> {
-    return new Promise((resolve, reject) => this.client.remove(path, -1, (error) => (error ? reject(error) : resolve())));
+    return new Promise((resolve, reject) =>
+      this.client.remove(path, -1, (error) => (error ? reject(error) : resolve())),
+    );
   }
 
   create(path: string, data: Buffer, mode: number): Promise<string> {
@@ -77,7 +85,11 @@ function isNoNode(error: unknown): boolean {
 }
 
 /** Polls until `condition` holds: for state we cannot subscribe to (a node appearing on the server). */
-export async function eventually(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
+export async function eventually(
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 15_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
@@ -87,7 +99,10 @@ export async function eventually(condition: () => boolean | Promise<boolean>, wh
 
 /** Waits until `count` contenders are queued on the lock. */
 export function queued(admin: AdminClient, key: string, count: number, namespace = NAMESPACE): Promise<void> {
-  return eventually(async () => (await admin.contenders(key, namespace)).length === count, `${count} contenders are queued on "${key}"`);
+  return eventually(
+    async () => (await admin.contenders(key, namespace)).length === count,
+    `${count} contenders are queued on "${key}"`,
+  );
 }
 
 /** Tracks whether a promise settled, to assert that a waiter is still waiting. */
@@ -111,9 +126,11 @@ export function isConnected(backend: ZooKeeperLockBackend): boolean {
  */
 export function armedDataWatches(backend: ZooKeeperLockBackend): string[] {
   const session = (backend as unknown as { session: { client: Client } }).session;
-  const manager = (session.client as unknown as {
-    connectionManager: { watcherManager: { dataWatchers: Record<string, { listeners(event: string): unknown[] }> } };
-  }).connectionManager.watcherManager;
+  const manager = (
+    session.client as unknown as {
+      connectionManager: { watcherManager: { dataWatchers: Record<string, { listeners(event: string): unknown[] }> } };
+    }
+  ).connectionManager.watcherManager;
   return Object.entries(manager.dataWatchers)
     .filter(([, emitter]) => emitter.listeners('notification').length > 0)
     .map(([path]) => path)

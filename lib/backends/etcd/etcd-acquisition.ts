@@ -136,7 +136,9 @@ export class EtcdAcquisition {
    */
   private async join(): Promise<Queued> {
     for (let attempt = 1; ; attempt++) {
-      const seat = await this.server(this.sessions.join(leaseSecondsFor(this.request.ttl), (leaseId) => this.rules.keyFor(leaseId)));
+      const seat = await this.server(
+        this.sessions.join(leaseSecondsFor(this.request.ttl), (leaseId) => this.rules.keyFor(leaseId)),
+      );
       const put = this.etcd.enqueue(this.rules, seat.key, this.value ?? contenderValue(this.request), seat.leaseId);
       const entry: QueueEntry = { ...seat, put };
       this.entry = entry;
@@ -144,7 +146,11 @@ export class EtcdAcquisition {
         // Beside the put, not after it: the grant's validity counts from the session's last keepalive.
         const [queued] = await this.server(Promise.all([put, seat.session.ensureFresh()]));
         entry.createRevision = queued.createRevision;
-        return Object.assign(entry, { createRevision: queued.createRevision, holds: queued.holds, blocker: queued.blocker });
+        return Object.assign(entry, {
+          createRevision: queued.createRevision,
+          holds: queued.holds,
+          blocker: queued.blocker,
+        });
       } catch (error) {
         const leaseGone = isLeaseNotFound((error as { cause?: unknown })?.cause);
         if (leaseGone) seat.session.end();
@@ -175,7 +181,9 @@ export class EtcdAcquisition {
         let seen: Inspection;
         try {
           // Keep the session fresh, so a grant right after this read counts from a recent keepalive.
-          [seen] = await this.server(Promise.all([this.etcd.inspect(this.rules, entry.key, entry.createRevision), entry.session.ensureFresh()]));
+          [seen] = await this.server(
+            Promise.all([this.etcd.inspect(this.rules, entry.key, entry.createRevision), entry.session.ensureFresh()]),
+          );
         } catch (error) {
           if (this.signal.aborted) throw error;
           await this.pauseAfterFailure(backoff(++failedReads), error);
@@ -235,7 +243,13 @@ export class EtcdAcquisition {
   private handOver(entry: Queued): LockGrant {
     // Never grant after the abort, nor on a lease we know is gone; the catch deletes our key.
     if (this.signal.aborted) throw this.signal.reason;
-    if (entry.session.lost) throw new LockBackendError('etcd', this.etcd.address, this.operation, 'the session lease expired as the lock was granted');
+    if (entry.session.lost)
+      throw new LockBackendError(
+        'etcd',
+        this.etcd.address,
+        this.operation,
+        'the session lease expired as the lock was granted',
+      );
     // From here the key is the lock's: the core's watchdog renews it through extend(), release() deletes it.
     this.entry = undefined;
     const state: EtcdLockState = {
@@ -271,9 +285,15 @@ export class EtcdAcquisition {
         grace = setTimeout(
           () =>
             reject(
-              new LockBackendError('etcd', this.etcd.address, this.operation, 'the wait ended while a request to etcd was still outstanding', {
-                cause: this.signal.reason,
-              }),
+              new LockBackendError(
+                'etcd',
+                this.etcd.address,
+                this.operation,
+                'the wait ended while a request to etcd was still outstanding',
+                {
+                  cause: this.signal.reason,
+                },
+              ),
             ),
           ANSWER_GRACE_MS,
         );
@@ -310,7 +330,10 @@ export class EtcdAcquisition {
     const put = entry.put ?? Promise.resolve(undefined);
     this.track(
       put
-        .then((queued) => queued?.createRevision ?? entry.createRevision, () => entry.createRevision)
+        .then(
+          (queued) => queued?.createRevision ?? entry.createRevision,
+          () => entry.createRevision,
+        )
         .then((revision) => entry.session.deleteAndLeave(entry.key, revision?.toString())),
     );
   }

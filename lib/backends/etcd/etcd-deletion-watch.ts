@@ -31,8 +31,20 @@ export function watchDeletion(client: Etcd3, key: string, fromRevision: bigint):
  * later keys (newer waiters) leaving do not count. If the server no longer has that previous version
  * (compacted), the event is taken as a reason to read again, which is always safe.
  */
-export function watchEarlierDeletions(client: Etcd3, prefix: string, before: bigint, count: number, fromRevision: bigint): DeletionWatch {
-  const watcher = client.watch().prefix(prefix).only('delete').withPreviousKV().startRevision(fromRevision.toString()).watcher();
+export function watchEarlierDeletions(
+  client: Etcd3,
+  prefix: string,
+  before: bigint,
+  count: number,
+  fromRevision: bigint,
+): DeletionWatch {
+  const watcher = client
+    .watch()
+    .prefix(prefix)
+    .only('delete')
+    .withPreviousKV()
+    .startRevision(fromRevision.toString())
+    .watcher();
   let remaining = count;
   return followWatcher(watcher, (fire) =>
     watcher.on('delete', (_kv: IKeyValue, previous?: IKeyValue) => {

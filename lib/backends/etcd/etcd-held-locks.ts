@@ -31,8 +31,15 @@ export class EtcdHeldLocks {
     items.forEach(({ lock, ttl }, index) => {
       const state = asEtcdLockState(lock.state);
       const seconds = leaseSecondsFor(ttl);
-      if (seconds === state.requestedTtlSeconds || seconds === state.leaseTtlSeconds) batch.push({ index, lock, state, ttl });
-      else singles.push(this.moveToSession(lock, state, ttl, seconds).then((r) => void (results[index] = r), (e: Error) => void (results[index] = e)));
+      if (seconds === state.requestedTtlSeconds || seconds === state.leaseTtlSeconds)
+        batch.push({ index, lock, state, ttl });
+      else
+        singles.push(
+          this.moveToSession(lock, state, ttl, seconds).then(
+            (r) => void (results[index] = r),
+            (e: Error) => void (results[index] = e),
+          ),
+        );
     });
     if (batch.length > 0) await this.renew(batch, results);
     await Promise.all(singles);
@@ -71,7 +78,10 @@ export class EtcdHeldLocks {
         if (!ours) {
           results[index] = null;
           // Lost: give the name back (deleting our key by its revision, in case only the check failed).
-          if (session?.holders.delete(state)) this.sessions.background(session.deleteAndLeave(state.keyPath, state.createRevision).catch(() => undefined));
+          if (session?.holders.delete(state))
+            this.sessions.background(
+              session.deleteAndLeave(state.keyPath, state.createRevision).catch(() => undefined),
+            );
           return;
         }
         state.leaseTtlSeconds = leaseTtl;
@@ -93,11 +103,19 @@ export class EtcdHeldLocks {
    * id: the old session then takes no new contenders (one of them could be given that name) and retires once
    * empty. If the move's outcome is unknown, our key is deleted rather than left on a lease we do not track.
    */
-  private async moveToSession(lock: HeldLock, state: EtcdLockState, ttl: number, seconds: number): Promise<number | null> {
+  private async moveToSession(
+    lock: HeldLock,
+    state: EtcdLockState,
+    ttl: number,
+    seconds: number,
+  ): Promise<number | null> {
     const seat = await this.sessions.join(seconds, () => state.keyPath);
     let moved: boolean;
     try {
-      [moved] = await Promise.all([this.etcd.rebind(state.keyPath, state.createRevision, contenderValue(lock), seat.leaseId), seat.session.ensureFresh()]);
+      [moved] = await Promise.all([
+        this.etcd.rebind(state.keyPath, state.createRevision, contenderValue(lock), seat.leaseId),
+        seat.session.ensureFresh(),
+      ]);
     } catch (error) {
       this.sessions.background(seat.session.deleteAndLeave(state.keyPath, state.createRevision).catch(() => undefined));
       throw toEtcdBackendError(this.etcd.address, 'extend', error);

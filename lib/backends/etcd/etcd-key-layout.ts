@@ -29,8 +29,11 @@ export const SEMAPHORE_SEGMENT = '%semaphore';
  * etcd#6278. Every other character, `:` included, stays readable and matches what etcdctl users type.
  */
 export function encodeLockKey(key: string): string {
-  // eslint-disable-next-line no-control-regex -- control characters are exactly what gets percent-encoded
-  return key.replace(/[%/\u0000-\u001f\u007f]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
+  return key.replace(
+    // eslint-disable-next-line no-control-regex -- control characters are exactly what gets percent-encoded
+    /[%/\u0000-\u001f\u007f]/g,
+    (char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`,
+  );
 }
 
 /** `<namespace>/<enc(key)>/`: the range every contender for this key lives in. */

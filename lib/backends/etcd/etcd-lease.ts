@@ -13,7 +13,11 @@ export interface GrantedLease {
   readonly ttlSeconds: number;
 }
 
-export async function grantLease(leases: LeaseClient, ttlSeconds: number, options?: CallOptions): Promise<GrantedLease> {
+export async function grantLease(
+  leases: LeaseClient,
+  ttlSeconds: number,
+  options?: CallOptions,
+): Promise<GrantedLease> {
   const response = await leases.leaseGrant({ TTL: ttlSeconds }, options);
   return { id: response.ID, ttlSeconds: Number(response.TTL) };
 }
@@ -42,7 +46,11 @@ export async function keepAliveOnce(leases: LeaseClient, leaseId: string, timeou
  * Resolves each lease's TTL after renewal, <= 0 for a lease that no longer exists. Rejects when any stream
  * fails before all its answers arrived.
  */
-export async function keepAliveMany(leases: LeaseClient, leaseIds: readonly string[], timeoutMs: number): Promise<Map<string, number>> {
+export async function keepAliveMany(
+  leases: LeaseClient,
+  leaseIds: readonly string[],
+  timeoutMs: number,
+): Promise<Map<string, number>> {
   const unique = [...new Set(leaseIds)];
   if (unique.length <= LEASES_PER_KEEPALIVE_STREAM) return keepAliveStream(leases, unique, timeoutMs);
   const streams: Promise<Map<string, number>>[] = [];
@@ -61,7 +69,11 @@ export async function keepAliveMany(leases: LeaseClient, leaseIds: readonly stri
  * host and counts it toward its circuit breaker, which after three such errors fails every call (acquires
  * and other renewals included) for 5 s. One slow renewal must not take the whole backend down.
  */
-function keepAliveStream(leases: LeaseClient, leaseIds: readonly string[], timeoutMs: number): Promise<Map<string, number>> {
+function keepAliveStream(
+  leases: LeaseClient,
+  leaseIds: readonly string[],
+  timeoutMs: number,
+): Promise<Map<string, number>> {
   return leases.leaseKeepAlive({ deadline: Date.now() + Math.max(1, timeoutMs) }).then(
     (stream) =>
       new Promise((resolve, reject) => {

@@ -78,14 +78,19 @@ export class EtcdLockClient {
     // The key embeds a lease id granted a moment ago: if it exists on that lease, an earlier attempt of this
     // very txn put it (etcd3 retries a call whose answer was lost).
     const existing = response.responses[0]?.response_range?.kvs[0];
-    if (existing && String(existing.lease) === leaseId) return { createRevision: BigInt(existing.create_revision), holds: undefined };
+    if (existing && String(existing.lease) === leaseId)
+      return { createRevision: BigInt(existing.create_revision), holds: undefined };
     throw new Error(`etcd refused to create the contender key ${key}: it exists and is not on our lease`);
   }
 
   async inspect(rules: QueueRules, key: string, createRevision: bigint): Promise<Inspection> {
     const response = await this.client.kv.txn(rules.inspectTxn(key, createRevision));
     if (!response.succeeded) return { present: false };
-    return { present: true, blocker: rules.blocker(response, key, createRevision), revision: BigInt(response.header.revision) };
+    return {
+      present: true,
+      blocker: rules.blocker(response, key, createRevision),
+      revision: BigInt(response.header.revision),
+    };
   }
 
   async stillOurs(key: string, createRevision: string, leaseId: string): Promise<boolean> {
@@ -107,8 +112,14 @@ export class EtcdLockClient {
   }
 
   /** Every key under `prefix`, oldest first, with its value, create revision and lease. */
-  async listContenders(prefix: string): Promise<{ key: string; value: string; createRevision: string; leaseId: string }[]> {
-    const response = await this.client.kv.range({ ...prefixRange(prefix), sort_target: SORT_BY_CREATE, sort_order: SORT_ASCEND });
+  async listContenders(
+    prefix: string,
+  ): Promise<{ key: string; value: string; createRevision: string; leaseId: string }[]> {
+    const response = await this.client.kv.range({
+      ...prefixRange(prefix),
+      sort_target: SORT_BY_CREATE,
+      sort_order: SORT_ASCEND,
+    });
     return response.kvs.map((kv) => ({
       key: kv.key.toString('utf8'),
       value: kv.value.toString('utf8'),

@@ -42,7 +42,9 @@ export function asEtcdLockState(state: unknown): EtcdLockState {
     typeof candidate.createRevision !== 'string' ||
     typeof candidate.leaseId !== 'string'
   ) {
-    throw new TypeError('This lock was not granted by an EtcdLockBackend (its state has no etcd key, revision and lease).');
+    throw new TypeError(
+      'This lock was not granted by an EtcdLockBackend (its state has no etcd key, revision and lease).',
+    );
   }
   return candidate as EtcdLockState;
 }

@@ -1,5 +1,12 @@
 import type { Etcd3 } from 'etcd3';
-import type { AcquireRequest, BackendInspection, HeldLock, InspectedEntry, LockBackend, LockGrant } from '../lock-backend.interface';
+import type {
+  AcquireRequest,
+  BackendInspection,
+  HeldLock,
+  InspectedEntry,
+  LockBackend,
+  LockGrant,
+} from '../lock-backend.interface';
 import { LockBackendError } from '../../errors';
 import { loadOptionalPackage } from '../../utils/optional-package';
 import type { EtcdClient, EtcdConnectionOptions } from './etcd-client';
@@ -125,7 +132,9 @@ export class EtcdLockBackend implements LockBackend {
       const entries = (list: typeof lock, semaphoreRange: boolean) =>
         list.map((contender) => {
           const info = parseContenderValue(contender.value);
-          const mode: InspectedEntry['mode'] = contender.key.slice(contender.key.lastIndexOf('/') + 1).startsWith(READER_MARK)
+          const mode: InspectedEntry['mode'] = contender.key
+            .slice(contender.key.lastIndexOf('/') + 1)
+            .startsWith(READER_MARK)
             ? 'read'
             : 'exclusive';
           return {
@@ -146,7 +155,9 @@ export class EtcdLockBackend implements LockBackend {
       const permits = semaphoreEntries[0]?.entry.permits ?? 1;
       const holders = [...lockEntries.slice(0, lockHolders), ...semaphoreEntries.slice(0, permits)];
       const waiters = [...lockEntries.slice(lockHolders), ...semaphoreEntries.slice(permits)];
-      const ttls = await Promise.all(holders.map(({ leaseId }) => this.etcd.leaseTimeToLive(leaseId).catch(() => undefined)));
+      const ttls = await Promise.all(
+        holders.map(({ leaseId }) => this.etcd.leaseTimeToLive(leaseId).catch(() => undefined)),
+      );
       return {
         holders: holders.map(({ entry }, index) => {
           const ttl = ttls[index];
@@ -186,8 +197,19 @@ export class EtcdLockBackend implements LockBackend {
     if (this.ownsClient) this.client.close();
   }
 
-  private newAcquisition(request: AcquireRequest, operation: 'acquire' | 'tryAcquire', signal?: AbortSignal): EtcdAcquisition {
-    return new EtcdAcquisition(this.etcd, this.sessions, request, operation, (work) => this.runInBackground(work), signal);
+  private newAcquisition(
+    request: AcquireRequest,
+    operation: 'acquire' | 'tryAcquire',
+    signal?: AbortSignal,
+  ): EtcdAcquisition {
+    return new EtcdAcquisition(
+      this.etcd,
+      this.sessions,
+      request,
+      operation,
+      (work) => this.runInBackground(work),
+      signal,
+    );
   }
 
   /** Tracks an acquisition until it settles, so close() can cancel it and wait for its clean-up. */
@@ -242,14 +264,17 @@ function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
 
 /** The app's client as the `Etcd3` it must be; a TypeError that says what to pass when it is something else. */
 function asEtcd3(client: EtcdClient): Etcd3 {
-  const candidate = client as unknown as Partial<Record<'kv' | 'leaseClient', Record<string, unknown>>> & Record<string, unknown>;
+  const candidate = client as unknown as Partial<Record<'kv' | 'leaseClient', Record<string, unknown>>> &
+    Record<string, unknown>;
   const fits =
     typeof candidate.kv?.txn === 'function' &&
     typeof candidate.leaseClient?.leaseGrant === 'function' &&
     typeof candidate.watch === 'function' &&
     typeof candidate.close === 'function';
   if (!fits) {
-    throw new TypeError("EtcdLockBackend: `client` must be an etcd3 client (new Etcd3({ hosts: 'http://127.0.0.1:2379' })).");
+    throw new TypeError(
+      "EtcdLockBackend: `client` must be an etcd3 client (new Etcd3({ hosts: 'http://127.0.0.1:2379' })).",
+    );
   }
   return client as unknown as Etcd3;
 }

@@ -20,10 +20,20 @@ export function readerQueue(namespace: string, key: string): QueueRules {
     prefix,
     keyFor: (leaseId) => readerKey(prefix, leaseId),
     // Every key there at our put was created before us: the newest writer among them blocks us.
-    enqueueTxn: (own, token, leaseId) => enqueueTxn(own, token, leaseId, writers.map((range) => lastCreated(range, 1))),
+    enqueueTxn: (own, token, leaseId) =>
+      enqueueTxn(
+        own,
+        token,
+        leaseId,
+        writers.map((range) => lastCreated(range, 1)),
+      ),
     blockerAtOnce: (response: ITxnResponse, own) => nearestKey(response, own),
     inspectTxn: (own, createRevision) =>
-      inspectTxn(own, createRevision, writers.map((range) => lastCreatedBefore(range, createRevision))),
+      inspectTxn(
+        own,
+        createRevision,
+        writers.map((range) => lastCreatedBefore(range, createRevision)),
+      ),
     blocker: (response, own) => nearestKey(response, own),
   };
 }

@@ -22,7 +22,8 @@ export function semaphoreQueue(namespace: string, key: string, permits: number):
     prefix,
     keyFor: (leaseId) => contenderKey(prefix, leaseId),
     // All keys there at our put are earlier ones; the count includes ours.
-    enqueueTxn: (own, token, leaseId) => enqueueTxn(own, token, leaseId, [{ request_range: { ...everyone, count_only: true } }]),
+    enqueueTxn: (own, token, leaseId) =>
+      enqueueTxn(own, token, leaseId, [{ request_range: { ...everyone, count_only: true } }]),
     blockerAtOnce: (response: ITxnResponse, _own, createRevision) => {
       const earlier = Number(response.responses[1]?.response_range?.count ?? Infinity) - 1;
       return earlierBlocker(prefix, createRevision, earlier, permits);
@@ -33,7 +34,9 @@ export function semaphoreQueue(namespace: string, key: string, permits: number):
         { request_range: { ...everyone, max_create_revision: (createRevision - 1n).toString(), keys_only: true } },
       ]),
     blocker: (response, own, createRevision) => {
-      const earlier = (response.responses[0]?.response_range?.kvs ?? []).filter((kv) => kv.key.toString('utf8') !== own).length;
+      const earlier = (response.responses[0]?.response_range?.kvs ?? []).filter(
+        (kv) => kv.key.toString('utf8') !== own,
+      ).length;
       return earlierBlocker(prefix, createRevision, earlier, permits);
     },
   };

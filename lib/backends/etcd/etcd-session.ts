@@ -133,7 +133,9 @@ export class EtcdSession {
     const wasLost = this.lost;
     this.end();
     if (wasLost || this.leaseId === undefined) return Promise.resolve();
-    const revoke = this.owner.etcd.revoke(this.leaseId, { deadline: Date.now() + CLEANUP_DEADLINE_MS }).catch(() => undefined);
+    const revoke = this.owner.etcd
+      .revoke(this.leaseId, { deadline: Date.now() + CLEANUP_DEADLINE_MS })
+      .catch(() => undefined);
     this.owner.background(revoke);
     return revoke;
   }

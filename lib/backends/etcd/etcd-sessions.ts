@@ -49,7 +49,8 @@ export class EtcdSessions implements SessionOwner {
     const index = list?.indexOf(session) ?? -1;
     if (index >= 0) list!.splice(index, 1);
     if (list?.length === 0) this.byTtl.delete(session.ttlSeconds);
-    if (session.leaseId !== undefined && this.byLease.get(session.leaseId) === session) this.byLease.delete(session.leaseId);
+    if (session.leaseId !== undefined && this.byLease.get(session.leaseId) === session)
+      this.byLease.delete(session.leaseId);
   }
 
   /** Revokes every session's lease (their keys go with them). For close(), after the waiters have left. */

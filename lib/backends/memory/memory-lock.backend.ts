@@ -129,7 +129,9 @@ export class MemoryLockBackend implements LockBackend {
           expiresAt: holder.expiresAt,
         })),
       ),
-      waiters: states.flatMap((state) => state.queue.map((waiter) => ({ ...describe(waiter.request), since: waiter.since }))),
+      waiters: states.flatMap((state) =>
+        state.queue.map((waiter) => ({ ...describe(waiter.request), since: waiter.since })),
+      ),
     };
   }
 
@@ -186,12 +188,15 @@ export class MemoryLockBackend implements LockBackend {
     let first = Infinity;
     for (const holder of state.holders.values()) first = Math.min(first, holder.validUntil);
     // Timers may fire a little early on the monotonic clock; current() never frees a lock before its validity ends.
-    state.expiryTimer = setTimeout(() => {
-      state.expiryTimer = undefined;
-      if (this.keys.get(id) !== state) return;
-      this.current(id);
-      if (state.queue.length > 0) this.armExpiry(id, state);
-    }, Math.max(1, Math.ceil(first - monotonicNow())));
+    state.expiryTimer = setTimeout(
+      () => {
+        state.expiryTimer = undefined;
+        if (this.keys.get(id) !== state) return;
+        this.current(id);
+        if (state.queue.length > 0) this.armExpiry(id, state);
+      },
+      Math.max(1, Math.ceil(first - monotonicNow())),
+    );
     state.expiryTimer.unref();
   }
 

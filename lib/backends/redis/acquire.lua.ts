@@ -1,4 +1,12 @@
-import { lua, LUA_EXPIRING_MEMBERS, LUA_MARK_WAITED, LUA_NEXT_FENCE, LUA_QUEUE, LUA_SERVER_TIME, WAITED_SUFFIX } from './lua-snippets';
+import {
+  lua,
+  LUA_EXPIRING_MEMBERS,
+  LUA_MARK_WAITED,
+  LUA_NEXT_FENCE,
+  LUA_QUEUE,
+  LUA_SERVER_TIME,
+  WAITED_SUFFIX,
+} from './lua-snippets';
 import { RedisScript } from './redis-script';
 
 /**

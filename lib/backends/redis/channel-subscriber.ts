@@ -107,7 +107,9 @@ export class ChannelSubscriber {
     // QUIT would drop them too; unsubscribing first keeps PUBSUB counts right even if QUIT is slow.
     if (subscribed.length > 0 && this.connection.status === 'ready') {
       const deadline = timeoutSignal(UNSUBSCRIBE_TIMEOUT_MS, () => undefined);
-      await raceAbort(this.connection.unsubscribe(...subscribed), deadline.signal, () => undefined).catch(() => undefined);
+      await raceAbort(this.connection.unsubscribe(...subscribed), deadline.signal, () => undefined).catch(
+        () => undefined,
+      );
       deadline.dispose();
     }
     await this.connection.close();

@@ -1,4 +1,11 @@
-import { lua, LUA_EXPIRING_MEMBERS, LUA_QUEUE, LUA_SERVER_TIME, LUA_WAKE_LOCK, LUA_WAKE_SEMAPHORE } from './lua-snippets';
+import {
+  lua,
+  LUA_EXPIRING_MEMBERS,
+  LUA_QUEUE,
+  LUA_SERVER_TIME,
+  LUA_WAKE_LOCK,
+  LUA_WAKE_SEMAPHORE,
+} from './lua-snippets';
 import { RedisScript } from './redis-script';
 
 /**

@@ -65,7 +65,13 @@ function queueEntry(request: AcquireRequest): string {
  * `fenceRetention`: how long in ms the fencing counter outlives the lock's ttl (see LUA_NEXT_FENCE).
  * `waits`: the caller waits when busy (acquire, not tryAcquire), so a busy holder's release must publish.
  */
-export function acquireCall(request: AcquireRequest, style: WaitStyle, waiterTtl: number, fenceRetention: number, waits: boolean): ScriptCall {
+export function acquireCall(
+  request: AcquireRequest,
+  style: WaitStyle,
+  waiterTtl: number,
+  fenceRetention: number,
+  waits: boolean,
+): ScriptCall {
   const kind = kindOf(request);
   // A waiting reader has no entry to register outside FIFO mode, but still marks the writer it waits for.
   const join = style !== 'none' ? style : waits && kind === 'read' ? 'wait' : '';
@@ -121,11 +127,21 @@ export function releaseCall(lock: AcquireRequest, fifo: boolean, token = lock.to
   }
   const keys = redisLockKeys(lock.namespace, lock.key);
   if (kind === 'read') {
-    return { script: RELEASE_READ_SCRIPT, keys: [keys.readers, keys.queue, keys.queueExpiry], args: [token, keys.channel, queues], tag: keys.tag };
+    return {
+      script: RELEASE_READ_SCRIPT,
+      keys: [keys.readers, keys.queue, keys.queueExpiry],
+      args: [token, keys.channel, queues],
+      tag: keys.tag,
+    };
   }
   // Without queues the script reads only the lock key: fewer keys and arguments are a measurable share of its cost.
   return fifo
-    ? { script: RELEASE_SCRIPT, keys: [keys.lock, keys.queue, keys.queueExpiry], args: [token, keys.channel, queues], tag: keys.tag }
+    ? {
+        script: RELEASE_SCRIPT,
+        keys: [keys.lock, keys.queue, keys.queueExpiry],
+        args: [token, keys.channel, queues],
+        tag: keys.tag,
+      }
     : { script: RELEASE_SCRIPT, keys: [keys.lock], args: [token, keys.channel], tag: keys.tag };
 }
 
@@ -155,7 +171,16 @@ export function isLockedCall(namespace: string, key: string): ScriptCall {
   return { script: IS_LOCKED_SCRIPT, keys: [keys.lock, keys.readers], args: [], tag: keys.tag };
 }
 
-export function raiseFenceCall(request: Pick<AcquireRequest, 'namespace' | 'key' | 'ttl'>, token: bigint, fenceRetention: number): ScriptCall {
+export function raiseFenceCall(
+  request: Pick<AcquireRequest, 'namespace' | 'key' | 'ttl'>,
+  token: bigint,
+  fenceRetention: number,
+): ScriptCall {
   const keys = redisLockKeys(request.namespace, request.key);
-  return { script: RAISE_FENCE_SCRIPT, keys: [keys.fence], args: [token.toString(), request.ttl, fenceRetention], tag: keys.tag };
+  return {
+    script: RAISE_FENCE_SCRIPT,
+    keys: [keys.fence],
+    args: [token.toString(), request.ttl, fenceRetention],
+    tag: keys.tag,
+  };
 }

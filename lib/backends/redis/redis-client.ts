@@ -114,4 +114,3 @@ export function describeStartupNode(node: unknown): string {
   }
   return typeof node === 'object' && node !== null ? describeAddress(node) : String(node);
 }
-

@@ -7,7 +7,12 @@ import type { RedisPort } from './port/redis-port';
  * Who holds the name (writer, readers, semaphore permits) and, in FIFO mode, who waits in order. Holder ids
  * come from the stored tokens (see storedToken); expiries from PTTL and the holders' ZSET scores.
  */
-export async function inspectRedis(client: RedisPort, namespace: string, key: string, fifo: boolean): Promise<BackendInspection> {
+export async function inspectRedis(
+  client: RedisPort,
+  namespace: string,
+  key: string,
+  fifo: boolean,
+): Promise<BackendInspection> {
   const lockKeys = redisLockKeys(namespace, key);
   const semaphoreKeys = redisSemaphoreKeys(namespace, key);
   const [writer, writerTtl, readers, permits, fence, queue, semaphoreQueue, time] = await Promise.all([
@@ -44,7 +49,10 @@ export async function inspectRedis(client: RedisPort, namespace: string, key: st
   }
   holders.push(...scored(readers, 'read'), ...scored(permits, 'exclusive'));
   const waiting = (entries: string[]) =>
-    entries.map((entry): InspectedEntry => ({ mode: entry.startsWith('r') ? 'read' : 'exclusive', ...holderOf(entry.slice(1)) }));
+    entries.map((entry): InspectedEntry => ({
+      mode: entry.startsWith('r') ? 'read' : 'exclusive',
+      ...holderOf(entry.slice(1)),
+    }));
   // Plain waiters race for the key and are not recorded on the server: only FIFO mode can list them.
   return fifo ? { holders, waiters: [...waiting(queue), ...waiting(semaphoreQueue)] } : { holders };
 }

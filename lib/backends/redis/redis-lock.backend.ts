@@ -139,15 +139,21 @@ export class RedisLockBackend implements LockBackend {
   constructor(options: RedisLockBackendOptions) {
     this.recheckInterval = options.recheckInterval ?? DEFAULT_RECHECK_INTERVAL;
     if (!(this.recheckInterval > 0)) {
-      throw new TypeError(`RedisLockBackend: recheckInterval must be a positive number of ms, got ${this.recheckInterval}.`);
+      throw new TypeError(
+        `RedisLockBackend: recheckInterval must be a positive number of ms, got ${this.recheckInterval}.`,
+      );
     }
     this.fairness = options.fairness ?? 'none';
     if (this.fairness !== 'none' && this.fairness !== 'fifo') {
-      throw new TypeError(`RedisLockBackend: fairness must be 'none' or 'fifo', got ${JSON.stringify(options.fairness)}.`);
+      throw new TypeError(
+        `RedisLockBackend: fairness must be 'none' or 'fifo', got ${JSON.stringify(options.fairness)}.`,
+      );
     }
     this.waiterTtl = options.waiterTtl ?? DEFAULT_WAITER_TTL;
     if (!(this.waiterTtl >= MIN_WAITER_TTL) || !Number.isSafeInteger(this.waiterTtl)) {
-      throw new TypeError(`RedisLockBackend: waiterTtl must be a whole number of ms >= ${MIN_WAITER_TTL}, got ${options.waiterTtl}.`);
+      throw new TypeError(
+        `RedisLockBackend: waiterTtl must be a whole number of ms >= ${MIN_WAITER_TTL}, got ${options.waiterTtl}.`,
+      );
     }
     this.fenceRetention = fenceRetentionOf('RedisLockBackend', options.fenceRetention);
     if (options.client) {
@@ -205,7 +211,8 @@ export class RedisLockBackend implements LockBackend {
     this.assertOpen('extend');
     const startedAt = performance.now();
     const calls = new Array<ScriptCall>(items.length);
-    for (let index = 0; index < items.length; index++) calls[index] = extendCall(items[index].lock, items[index].ttl, storedToken(items[index].lock));
+    for (let index = 0; index < items.length; index++)
+      calls[index] = extendCall(items[index].lock, items[index].ttl, storedToken(items[index].lock));
     const results = await this.call('extend', runBatch(this.client, calls));
     return results.map((result, index) => {
       if (!result.ok) return this.toBackendError('extend', result.error);
@@ -215,7 +222,12 @@ export class RedisLockBackend implements LockBackend {
 
   async release(lock: HeldLock): Promise<boolean> {
     this.assertOpen('release');
-    return (await this.call('release', runCall(this.client, releaseCall(lock, this.fairness === 'fifo', storedToken(lock))))) === 1;
+    return (
+      (await this.call(
+        'release',
+        runCall(this.client, releaseCall(lock, this.fairness === 'fifo', storedToken(lock))),
+      )) === 1
+    );
   }
 
   /** Who holds the name and, in FIFO mode, who waits in order: see inspectRedis. */
@@ -322,7 +334,10 @@ export class RedisLockBackend implements LockBackend {
     inFlight?: InFlight,
   ): Promise<Attempt> {
     const startedAt = performance.now();
-    const call = runCall(this.client, acquireCall(request, style, this.waiterTtl, this.fenceRetention, operation === 'acquire'));
+    const call = runCall(
+      this.client,
+      acquireCall(request, style, this.waiterTtl, this.fenceRetention, operation === 'acquire'),
+    );
     if (inFlight) inFlight.call = call;
     let abortedFirst = false;
     let reply: unknown;
@@ -435,7 +450,11 @@ export class RedisLockBackend implements LockBackend {
   private noAnswerError(operation: string, signal: AbortSignal): unknown {
     // close() aborts waiters with its own LockBackendError; keep it.
     if (signal.reason instanceof LockBackendError) return signal.reason;
-    return this.error(operation, `no answer from the server before the deadline${this.connectionHint()}`, signal.reason);
+    return this.error(
+      operation,
+      `no answer from the server before the deadline${this.connectionHint()}`,
+      signal.reason,
+    );
   }
 
   private toBackendError(operation: string, error: unknown): LockError {
@@ -448,16 +467,22 @@ export class RedisLockBackend implements LockBackend {
     const hints: string[] = [];
     const status = this.client.status();
     if (status && status !== 'ready') hints.push(`connection ${status}`);
-    if (this.lastConnectionError && status !== 'ready') hints.push(`last connection error: ${this.lastConnectionError.message}`);
+    if (this.lastConnectionError && status !== 'ready')
+      hints.push(`last connection error: ${this.lastConnectionError.message}`);
     return hints.length > 0 ? ` (${hints.join('; ')})` : '';
   }
 
   private error(operation: string, detail: string, cause?: unknown): LockBackendError {
-    return new LockBackendError(this.kind, this.address, operation, detail, cause === undefined ? undefined : { cause });
+    return new LockBackendError(
+      this.kind,
+      this.address,
+      operation,
+      detail,
+      cause === undefined ? undefined : { cause },
+    );
   }
 }
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
-

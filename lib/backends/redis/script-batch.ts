@@ -4,7 +4,8 @@ import { runCall, type ScriptCall } from './lock-calls';
 import type { RedisPort, ShaCall } from './port/redis-port';
 import { isNoScriptError, type RedisScript } from './redis-script';
 
-export type BatchResult = { readonly ok: true; readonly reply: unknown } | { readonly ok: false; readonly error: unknown };
+export type BatchResult =
+  { readonly ok: true; readonly reply: unknown } | { readonly ok: false; readonly error: unknown };
 
 /**
  * Runs many script calls (renewals: each may safely run twice) in as few round trips as possible: one pipeline
@@ -126,7 +127,12 @@ async function runPipeline(client: RedisPort, calls: readonly ScriptCall[], retr
   return results;
 }
 
-async function rerunUnknownScripts(client: RedisPort, calls: readonly ScriptCall[], indexes: number[], results: BatchResult[]): Promise<void> {
+async function rerunUnknownScripts(
+  client: RedisPort,
+  calls: readonly ScriptCall[],
+  indexes: number[],
+  results: BatchResult[],
+): Promise<void> {
   const loading = new Map<RedisScript, number>();
   const rest: number[] = [];
   for (const index of indexes) {
@@ -135,11 +141,18 @@ async function rerunUnknownScripts(client: RedisPort, calls: readonly ScriptCall
   }
   // One EVAL per script: it runs that item and loads the script for the others.
   await Promise.all(
-    [...loading].map(async ([script, index]) => (results[index] = await settle(script.runSource(client, calls[index].keys, calls[index].args)))),
+    [...loading].map(
+      async ([script, index]) =>
+        (results[index] = await settle(script.runSource(client, calls[index].keys, calls[index].args))),
+    ),
   );
   if (rest.length === 0) return;
   // A second NOSCRIPT now (a flush in between) is that item's error; the next renewal tries again.
-  const again = await runPipeline(client, rest.map((index) => calls[index]), false);
+  const again = await runPipeline(
+    client,
+    rest.map((index) => calls[index]),
+    false,
+  );
   rest.forEach((index, position) => (results[index] = again[position]));
 }
 

@@ -46,6 +46,8 @@ export async function agreeOnFence(
   });
   if (agreeing + answers.filter((answer) => answer.ok).length >= quorum) return { token };
   return {
-    failures: answers.flatMap((answer) => (answer.ok ? [] : [{ address: answer.instance.address, error: answer.error }])),
+    failures: answers.flatMap((answer) =>
+      answer.ok ? [] : [{ address: answer.instance.address, error: answer.error }],
+    ),
   };
 }

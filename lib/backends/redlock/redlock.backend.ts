@@ -52,7 +52,13 @@ export interface RedlockBackendOptions {
   fenceRetention?: number;
 }
 
-const DEFAULTS = { driftFactor: DEFAULT_DRIFT_FACTOR, requestTimeout: 1_000, recheckInterval: 1_000, retryJitter: 50, waiterTtl: 5_000 };
+const DEFAULTS = {
+  driftFactor: DEFAULT_DRIFT_FACTOR,
+  requestTimeout: 1_000,
+  recheckInterval: 1_000,
+  retryJitter: 50,
+  waiterTtl: 5_000,
+};
 /** How long close() lets releases of abandoned grants run before closing connections. */
 const CLEANUP_TIMEOUT_MS = 1_000;
 
@@ -101,7 +107,9 @@ export class RedlockBackend implements LockBackend {
     // A typed copy: Array.isArray narrows a readonly array to any[].
     const given: unknown = clients;
     if (!Array.isArray(given) || clients.length === 0) {
-      throw new TypeError('RedlockBackend needs { clients: [redis1, redis2, redis3] }: ioredis or node-redis clients of independent Redis masters.');
+      throw new TypeError(
+        'RedlockBackend needs { clients: [redis1, redis2, redis3] }: ioredis or node-redis clients of independent Redis masters.',
+      );
     }
     this.instances = clients.map((client) => new RedlockInstance(client));
     const addresses = this.instances.map((instance) => instance.address);
@@ -114,7 +122,8 @@ export class RedlockBackend implements LockBackend {
     this.address = `redlock(${addresses.join(',')})`;
     this.quorum = majorityOf(clients.length);
     this.driftFactor = positive('driftFactor', options.driftFactor ?? DEFAULTS.driftFactor, true);
-    if (this.driftFactor >= 0.5) throw new TypeError(`RedlockBackend: driftFactor must be below 0.5, got ${this.driftFactor}.`);
+    if (this.driftFactor >= 0.5)
+      throw new TypeError(`RedlockBackend: driftFactor must be below 0.5, got ${this.driftFactor}.`);
     this.requestTimeout = positive('requestTimeout', options.requestTimeout ?? DEFAULTS.requestTimeout);
     this.recheckInterval = positive('recheckInterval', options.recheckInterval ?? DEFAULTS.recheckInterval);
     this.retryJitter = positive('retryJitter', options.retryJitter ?? DEFAULTS.retryJitter, true);
@@ -131,7 +140,10 @@ export class RedlockBackend implements LockBackend {
       case 'unreachable':
         throw round.error;
       case 'too-late':
-        throw this.error('tryAcquire', `a majority granted ${Math.ceil(round.by)} ms after the ${request.ttl} ms lock's validity had passed`);
+        throw this.error(
+          'tryAcquire',
+          `a majority granted ${Math.ceil(round.by)} ms after the ${request.ttl} ms lock's validity had passed`,
+        );
       default:
         return null;
     }
@@ -169,7 +181,9 @@ export class RedlockBackend implements LockBackend {
       const replies = answers.map((answer): Answer<unknown> => {
         if (!answer.ok) return answer;
         const result: BatchResult = answer.value[index];
-        return result.ok ? { instance: answer.instance, ok: true, value: result.reply } : { instance: answer.instance, ok: false, error: asError(result.error) };
+        return result.ok
+          ? { instance: answer.instance, ok: true, value: result.reply }
+          : { instance: answer.instance, ok: false, error: asError(result.error) };
       });
       try {
         return this.extension(replies, startedAt, ttl);
@@ -200,13 +214,17 @@ export class RedlockBackend implements LockBackend {
     const call = isLockedCall(namespace, key);
     const answers = await askAll(this.instances, (instance) => runCall(instance.client, call), {
       timeout: this.requestTimeout,
-      settled: (so) => count(so, (reply) => reply === 1) >= this.quorum || count(so, (reply) => reply === 0) >= this.quorum,
+      settled: (so) =>
+        count(so, (reply) => reply === 1) >= this.quorum || count(so, (reply) => reply === 0) >= this.quorum,
     });
     if (count(answers, (reply) => reply === 1) >= this.quorum) return true;
     if (count(answers, (reply) => reply === 0) >= this.quorum) return false;
     if (failuresOf(answers).length > 0) throw this.quorumError('isLocked', answers);
     // Every instance answered and they split evenly (an even number of instances).
-    throw this.error('isLocked', `the instances disagree: ${count(answers, (reply) => reply === 1)} of ${this.instances.length} say it is held`);
+    throw this.error(
+      'isLocked',
+      `the instances disagree: ${count(answers, (reply) => reply === 1)} of ${this.instances.length} say it is held`,
+    );
   }
 
   close(): Promise<void> {
@@ -270,7 +288,13 @@ export class RedlockBackend implements LockBackend {
    * One acquire request to every instance, measured from just before it was sent. Decided as soon as a
    * majority granted or can no longer grant. Partial grants, and grants that come after the round, are released.
    */
-  private async round(request: AcquireRequest, style: WaitStyle, operation: string, signal?: AbortSignal, sent?: SentCalls): Promise<Round> {
+  private async round(
+    request: AcquireRequest,
+    style: WaitStyle,
+    operation: string,
+    signal?: AbortSignal,
+    sent?: SentCalls,
+  ): Promise<Round> {
     const call = acquireCall(request, style, this.waiterTtl, this.fenceRetention, operation === 'acquire');
     // An instance that takes longer than half the ttl could only grant a lock with little validity left.
     const timeout = Math.max(1, Math.min(this.requestTimeout, request.ttl / 2));
@@ -290,7 +314,9 @@ export class RedlockBackend implements LockBackend {
       if (this.instances.length - this.quorum < failuresOf(answers).length) {
         return { type: 'unreachable', error: this.quorumError(operation, answers) };
       }
-      const hints = answers.flatMap((answer) => (answer.ok && !answer.value.granted && answer.value.retryIn >= 0 ? [answer.value.retryIn] : []));
+      const hints = answers.flatMap((answer) =>
+        answer.ok && !answer.value.granted && answer.value.retryIn >= 0 ? [answer.value.retryIn] : [],
+      );
       return { type: 'busy', retryIn: hints.length > 0 ? Math.min(...hints) : -1, split: granted.length > 0 };
     }
     const agreed = await agreeOnFence(request, granted, this.quorum, timeout, this.fenceRetention);
@@ -304,10 +330,18 @@ export class RedlockBackend implements LockBackend {
       }
       return { type: 'too-late', by: now - validUntil };
     }
-    return { type: 'granted', grant: { fencingToken: agreed.token, validUntil }, grantedBy: granted.map(({ instance }) => instance) };
+    return {
+      type: 'granted',
+      grant: { fencingToken: agreed.token, validUntil },
+      grantedBy: granted.map(({ instance }) => instance),
+    };
   }
 
-  private async acquireOn(instance: RedlockInstance, call: ReturnType<typeof acquireCall>, sent?: SentCalls): Promise<AcquireReply> {
+  private async acquireOn(
+    instance: RedlockInstance,
+    call: ReturnType<typeof acquireCall>,
+    sent?: SentCalls,
+  ): Promise<AcquireReply> {
     const running = runCall(instance.client, call);
     sent?.add(instance, running);
     const reply = await running;
@@ -343,9 +377,11 @@ export class RedlockBackend implements LockBackend {
     // Instances that are down never confirm; missed messages only cost a re-check, so do not wait long.
     const bound = timeoutSignal(this.requestTimeout, () => undefined);
     try {
-      await raceAbort(Promise.allSettled(subscriptions.map((subscription) => subscription.ready)), bound.signal, () => undefined).catch(
+      await raceAbort(
+        Promise.allSettled(subscriptions.map((subscription) => subscription.ready)),
+        bound.signal,
         () => undefined,
-      );
+      ).catch(() => undefined);
     } finally {
       bound.dispose();
     }
@@ -381,11 +417,21 @@ export class RedlockBackend implements LockBackend {
    * there settled. Also on an instance that is unreachable now: its acquire may still run once it reconnects
    * (ioredis resends what was in flight), and this goes behind it; if the connection is gone for good, it fails.
    */
-  private leaveQuietly(request: AcquireRequest, style: WaitStyle, sent: SentCalls, instances: readonly RedlockInstance[]): void {
+  private leaveQuietly(
+    request: AcquireRequest,
+    style: WaitStyle,
+    sent: SentCalls,
+    instances: readonly RedlockInstance[],
+  ): void {
     const call = leaveCall(request, style);
     if (!call) return;
     for (const instance of instances) {
-      this.track(sent.settled(instance).then(() => runCall(instance.client, call)).catch(() => undefined));
+      this.track(
+        sent
+          .settled(instance)
+          .then(() => runCall(instance.client, call))
+          .catch(() => undefined),
+      );
     }
   }
 
@@ -442,7 +488,9 @@ function count(answers: readonly Answer<unknown>[], matches: (reply: unknown) =>
 
 function positive(name: string, value: number, zeroAllowed = false): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (!zeroAllowed && value === 0)) {
-    throw new TypeError(`RedlockBackend: ${name} must be a ${zeroAllowed ? 'non-negative' : 'positive'} finite number, got ${String(value)}.`);
+    throw new TypeError(
+      `RedlockBackend: ${name} must be a ${zeroAllowed ? 'non-negative' : 'positive'} finite number, got ${String(value)}.`,
+    );
   }
   return value;
 }

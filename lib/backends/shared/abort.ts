@@ -31,10 +31,13 @@ export function raceAbort<T>(work: Promise<T>, signal: AbortSignal, onAbort: () 
 export function delay(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', abort);
-      resolve();
-    }, Math.max(0, ms));
+    const timer = setTimeout(
+      () => {
+        signal?.removeEventListener('abort', abort);
+        resolve();
+      },
+      Math.max(0, ms),
+    );
     const abort = () => {
       clearTimeout(timer);
       reject(signal!.reason);

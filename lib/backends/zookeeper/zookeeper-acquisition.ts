@@ -6,7 +6,16 @@ import { delay, raceAbort } from '../shared/abort';
 import type { OwnNodeWatches } from './own-node-watches';
 import { isConnectionLoss, isSessionExpired, isZkError, toZooKeeperBackendError, ZK_ERROR } from './zookeeper-errors';
 import { ZooKeeperLockState, validUntil, zxidOf } from './zookeeper-lock-state';
-import { ALL_MARKERS, contenderPrefix, excludesReaders, findOwnNode, lockPath, namespacePath, protectedPrefix, sortContenders } from './zookeeper-node-layout';
+import {
+  ALL_MARKERS,
+  contenderPrefix,
+  excludesReaders,
+  findOwnNode,
+  lockPath,
+  namespacePath,
+  protectedPrefix,
+  sortContenders,
+} from './zookeeper-node-layout';
 import { CREATE_MODE, hex, ZooKeeperSession } from './zookeeper-session';
 
 /** Upper bound of the pause before a retry when the server keeps failing, so nothing spins. */
@@ -108,7 +117,9 @@ export class ZooKeeperAcquisition {
     private readonly recipe?: ContenderRecipe,
   ) {
     this.parent = recipe?.parent ?? lockPath(request.namespace, request.key);
-    this.prefix = recipe ? `${protectedPrefix(request.token)}${recipe.marker}` : contenderPrefix(request.token, request.mode);
+    this.prefix = recipe
+      ? `${protectedPrefix(request.token)}${recipe.marker}`
+      : contenderPrefix(request.token, request.mode);
     const forward = () => this.controller.abort(userSignal!.reason);
     if (userSignal?.aborted) forward();
     else userSignal?.addEventListener('abort', forward, { once: true });
@@ -166,7 +177,12 @@ export class ZooKeeperAcquisition {
       const position = await this.locate(contender);
       if (position.kind === 'first') return this.handOver(contender, position.confirmedAt);
       if (position.kind === 'gone') {
-        throw new LockBackendError('zookeeper', this.ctx.session.address, 'tryAcquire', 'our node vanished right after we created it (the session expired)');
+        throw new LockBackendError(
+          'zookeeper',
+          this.ctx.session.address,
+          'tryAcquire',
+          'our node vanished right after we created it (the session expired)',
+        );
       }
       // Someone holds it: leave at once, like Curator's acquire(0, ms).
       await this.server(this.ctx.session.remove(contender.path));
@@ -192,7 +208,11 @@ export class ZooKeeperAcquisition {
         this.mayOwnNode = true;
         // After a NO_NODE, the lock path goes out in the same pipeline, ahead of our node: one round trip.
         const parents = parentAttempts > 0 ? this.createLockPath() : Promise.resolve();
-        const created = session.create(`${this.parent}/${this.prefix}`, this.recipe?.nodeData ?? this.ctx.nodeData, CREATE_MODE.EPHEMERAL_SEQUENTIAL);
+        const created = session.create(
+          `${this.parent}/${this.prefix}`,
+          this.recipe?.nodeData ?? this.ctx.nodeData,
+          CREATE_MODE.EPHEMERAL_SEQUENTIAL,
+        );
         path = await this.server(Promise.all([parents, created]).then(([, node]) => node));
       } catch (error) {
         if (isZkError(error, ZK_ERROR.NO_NODE) && ++parentAttempts <= MAX_PARENT_ATTEMPTS) continue;
@@ -291,7 +311,9 @@ export class ZooKeeperAcquisition {
       const wakeup = (this.wakeup = new Wakeup());
       let present: boolean;
       try {
-        present = (await this.server(this.ctx.session.watchNode(`${this.parent}/${position.predecessor}`, wakeup.fire))) !== null;
+        present =
+          (await this.server(this.ctx.session.watchNode(`${this.parent}/${position.predecessor}`, wakeup.fire))) !==
+          null;
       } catch (error) {
         if (!isConnectionLoss(error) && !isSessionExpired(error)) throw error;
         await this.pauseAfterFailure(++failures, error);
@@ -316,13 +338,16 @@ export class ZooKeeperAcquisition {
     contender.firstListing = undefined;
     const confirmedAt = listing?.sentAt ?? monotonicNow();
     const children = await this.server(
-      listing?.children ?? (listWatcher ? session.watchChildren(this.parent, listWatcher) : session.getChildren(this.parent)),
+      listing?.children ??
+        (listWatcher ? session.watchChildren(this.parent, listWatcher) : session.getChildren(this.parent)),
     );
     if (children === null) return { kind: 'gone' };
     const limit = this.recipe?.limit;
     if (limit !== undefined) {
       if (!children.includes(contender.name)) return { kind: 'gone' };
-      return children.length <= limit ? { kind: 'first', confirmedAt } : { kind: 'full', watching: listing === undefined };
+      return children.length <= limit
+        ? { kind: 'first', confirmedAt }
+        : { kind: 'full', watching: listing === undefined };
     }
     const sorted = sortContenders(children, this.recipe ? [this.recipe.marker] : ALL_MARKERS);
     const index = sorted.indexOf(contender.name);

@@ -11,7 +11,9 @@ export interface ZooKeeperLockState {
 export function asZooKeeperLockState(state: unknown): ZooKeeperLockState {
   const candidate = state as Partial<ZooKeeperLockState> | undefined;
   if (typeof candidate?.nodePath !== 'string' || typeof candidate.sessionId !== 'string') {
-    throw new TypeError('This lock was not granted by a ZooKeeperLockBackend (its state has no node path and session).');
+    throw new TypeError(
+      'This lock was not granted by a ZooKeeperLockBackend (its state has no node path and session).',
+    );
   }
   return candidate as ZooKeeperLockState;
 }

@@ -279,7 +279,9 @@ function sessionSource(options: ZooKeeperLockBackendOptions) {
   }
   const sessionTimeout = options.sessionTimeout ?? DEFAULT_SESSION_TIMEOUT_MS;
   if (!Number.isInteger(sessionTimeout) || sessionTimeout <= 0) {
-    throw new TypeError(`Invalid sessionTimeout ${String(options.sessionTimeout)}: use a whole number of milliseconds > 0.`);
+    throw new TypeError(
+      `Invalid sessionTimeout ${String(options.sessionTimeout)}: use a whole number of milliseconds > 0.`,
+    );
   }
   return { connectionString: options.connectionString, sessionTimeout, spinDelay: options.spinDelay };
 }
@@ -296,7 +298,20 @@ function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
 }
 
 /** The client's methods the backend calls. */
-const CALLED = ['connect', 'close', 'getState', 'getSessionId', 'getSessionTimeout', 'create', 'remove', 'exists', 'getChildren', 'getData', 'on', 'removeListener'];
+const CALLED = [
+  'connect',
+  'close',
+  'getState',
+  'getSessionId',
+  'getSessionTimeout',
+  'create',
+  'remove',
+  'exists',
+  'getChildren',
+  'getData',
+  'on',
+  'removeListener',
+];
 
 /** The app's client as the node-zookeeper-client `Client` it must be; a TypeError saying what to pass otherwise. */
 function asZooKeeperClient(client: ZooKeeperClient): Client {

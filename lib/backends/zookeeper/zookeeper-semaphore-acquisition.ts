@@ -51,7 +51,9 @@ export class ZooKeeperSemaphoreAcquisition {
 
   async acquire(signal: AbortSignal): Promise<LockGrant> {
     for (;;) {
-      const gate = await this.step(new ZooKeeperAcquisition(this.ctx, this.request, 'acquire', signal, this.gateRecipe())).acquire();
+      const gate = await this.step(
+        new ZooKeeperAcquisition(this.ctx, this.request, 'acquire', signal, this.gateRecipe()),
+      ).acquire();
       try {
         const grant = await this.step(this.lease('acquire', signal)).acquireOnce();
         if (grant) return this.asPermit(grant);

@@ -144,7 +144,9 @@ export class ZooKeeperSession {
    */
   async watchNode(path: string, watcher: (event: ZkEvent) => void): Promise<Stat | null> {
     try {
-      return await this.call<Stat>((client, done) => client.getData(path, watcher, (error, _data, stat) => done(error, stat)));
+      return await this.call<Stat>((client, done) =>
+        client.getData(path, watcher, (error, _data, stat) => done(error, stat)),
+      );
     } catch (error) {
       if (isZkError(error, ZK_ERROR.NO_NODE)) return null;
       throw error;
@@ -155,7 +157,8 @@ export class ZooKeeperSession {
   async getData(path: string, watcher?: (event: ZkEvent) => void): Promise<{ data: Buffer; stat: Stat } | null> {
     try {
       return await this.call<{ data: Buffer; stat: Stat }>((client, done) => {
-        const callback = (error: unknown, data: Buffer | undefined, stat: Stat) => done(error, { data: data ?? Buffer.alloc(0), stat });
+        const callback = (error: unknown, data: Buffer | undefined, stat: Stat) =>
+          done(error, { data: data ?? Buffer.alloc(0), stat });
         if (watcher) client.getData(path, watcher, callback);
         else client.getData(path, callback);
       });
@@ -268,7 +271,7 @@ export class ZooKeeperSession {
         return this.onExpired(client);
       case STATE.AUTH_FAILED:
         this.connected = false;
-        this.terminal = this.error('connect', 'ZooKeeper rejected the client\'s credentials (AUTH_FAILED)');
+        this.terminal = this.error('connect', "ZooKeeper rejected the client's credentials (AUTH_FAILED)");
         return this.failPending(client, this.terminal);
     }
   }
@@ -326,8 +329,9 @@ export function hex(bytes: Buffer): string {
 
 /** The connection string of an app's client (node-zookeeper-client keeps it on a private field). */
 function readConnectionString(client: Client): string {
-  const parser = (client as unknown as { connectionManager?: { connectionStringParser?: { getConnectionString?(): string } } })
-    .connectionManager?.connectionStringParser;
+  const parser = (
+    client as unknown as { connectionManager?: { connectionStringParser?: { getConnectionString?(): string } } }
+  ).connectionManager?.connectionStringParser;
   return parser?.getConnectionString?.() ?? 'unknown ZooKeeper ensemble';
 }
 

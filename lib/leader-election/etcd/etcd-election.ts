@@ -42,7 +42,13 @@ export class EtcdElection implements ElectionBackend {
   }
 
   async campaign(request: CampaignRequest, signal: AbortSignal): Promise<ElectionGrant> {
-    const lock = { namespace: request.namespace, key: request.name, token: request.token, ttl: request.ttl, mode: 'exclusive' } as const;
+    const lock = {
+      namespace: request.namespace,
+      key: request.name,
+      token: request.token,
+      ttl: request.ttl,
+      mode: 'exclusive',
+    } as const;
     const attempt = new EtcdAcquisition(this.etcd, this.sessions, lock, 'acquire', this.track, signal, request.value);
     this.campaigns.add(attempt);
     try {
@@ -65,7 +71,8 @@ export class EtcdElection implements ElectionBackend {
   async proclaim(grant: ElectionGrant, value: string): Promise<boolean> {
     const state = asEtcdLockState(grant.state);
     try {
-      return (await this.etcd.client.kv.txn(proclaimTxn(state.keyPath, state.createRevision, value, state.leaseId))).succeeded;
+      return (await this.etcd.client.kv.txn(proclaimTxn(state.keyPath, state.createRevision, value, state.leaseId)))
+        .succeeded;
     } catch (error) {
       throw toEtcdBackendError(this.address, 'election proclaim', error);
     }
@@ -99,7 +106,12 @@ export class EtcdElection implements ElectionBackend {
    * the leader's key are its proclaimed values, reported in order; its deletion (or a watch that can no longer
    * vouch for its events) triggers the next read.
    */
-  watch(namespace: string, name: string, onChange: (leader: LeaderInfo | null) => void, onError: (error: unknown) => void): () => void {
+  watch(
+    namespace: string,
+    name: string,
+    onChange: (leader: LeaderInfo | null) => void,
+    onError: (error: unknown) => void,
+  ): () => void {
     const prefix = lockPrefix(namespace, name);
     const stopper = new AbortController();
     let watcher: Watcher | undefined;
@@ -130,7 +142,11 @@ export class EtcdElection implements ElectionBackend {
         }
         const { leader, key: leaderKey } = read;
         await new Promise<void>((resolve) => {
-          const current = this.etcd.client.watch().prefix(prefix).startRevision((read.revision + 1n).toString()).watcher();
+          const current = this.etcd.client
+            .watch()
+            .prefix(prefix)
+            .startRevision((read.revision + 1n).toString())
+            .watcher();
           watcher = current;
           const next = () => {
             stopper.signal.removeEventListener('abort', next);
@@ -144,7 +160,8 @@ export class EtcdElection implements ElectionBackend {
           // A new contender's put matters only when nobody led; the leader's deletion means a new leader.
           current.on('put', (kv: IKeyValue) => {
             if (!leader) return next();
-            if (kv.key.toString('utf8') === leaderKey) onChange({ value: kv.value.toString('utf8'), term: leader.term });
+            if (kv.key.toString('utf8') === leaderKey)
+              onChange({ value: kv.value.toString('utf8'), term: leader.term });
           });
           current.on('delete', (kv: IKeyValue) => {
             if (kv.key.toString('utf8') === leaderKey) next();
@@ -164,7 +181,9 @@ export class EtcdElection implements ElectionBackend {
     for (const attempt of this.campaigns) attempt.cancel(new Error('the election backend is closing'));
   }
 
-  private async readLeader(prefix: string): Promise<{ leader: LeaderInfo | null; key: string | undefined; revision: bigint }> {
+  private async readLeader(
+    prefix: string,
+  ): Promise<{ leader: LeaderInfo | null; key: string | undefined; revision: bigint }> {
     const response = await this.etcd.client.kv.range(firstCreatedWithValue(prefix));
     const first = response.kvs[0];
     return {

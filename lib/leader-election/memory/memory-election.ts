@@ -88,7 +88,8 @@ class MemoryElectionStore {
   }
 
   private forgetIfIdle(id: string, election: Election): void {
-    if (election.contenders.length === 0 && election.watchers.size === 0 && this.elections.get(id) === election) this.elections.delete(id);
+    if (election.contenders.length === 0 && election.watchers.size === 0 && this.elections.get(id) === election)
+      this.elections.delete(id);
   }
 }
 

@@ -6,7 +6,13 @@ import { encodeKeyPart } from '../../backends/redis/redis-keys';
 import { validityEnd } from '../../backends/redis/validity';
 import { monotonicNow } from '../../utils/clock';
 import type { CampaignRequest, ElectionBackend, ElectionGrant, LeaderInfo } from '../election-backend.interface';
-import { CAMPAIGN_SCRIPT, PROCLAIM_SCRIPT, READ_LEADER_SCRIPT, RENEW_LEADER_SCRIPT, RESIGN_SCRIPT } from './election-scripts.lua';
+import {
+  CAMPAIGN_SCRIPT,
+  PROCLAIM_SCRIPT,
+  READ_LEADER_SCRIPT,
+  RENEW_LEADER_SCRIPT,
+  RESIGN_SCRIPT,
+} from './election-scripts.lua';
 
 /** The term counter outlives the last leader by this much (the clock floor keeps terms rising after it expired). */
 const FENCE_GRACE_MS = 60_000;
@@ -53,7 +59,11 @@ export class RedisElection implements ElectionBackend {
       for (;;) {
         if (signal.aborted) throw signal.reason;
         const startedAt = monotonicNow();
-        const attempt = CAMPAIGN_SCRIPT.run(this.client, [keys.leader, keys.fence, keys.channel], [request.token, request.value, request.ttl, request.ttl + FENCE_GRACE_MS]);
+        const attempt = CAMPAIGN_SCRIPT.run(
+          this.client,
+          [keys.leader, keys.fence, keys.channel],
+          [request.token, request.value, request.ttl, request.ttl + FENCE_GRACE_MS],
+        );
         // ioredis queues commands while offline without limit: the caller's signal bounds the wait for a reply.
         const reply = await raceAbort(this.call('campaign', attempt), signal, () => signal.reason);
         const [granted, detail] = reply as [number, string | number];
@@ -75,7 +85,8 @@ export class RedisElection implements ElectionBackend {
       }
     } catch (error) {
       // A campaign call may have been granted after the abort: resign it in the background.
-      if (signal.aborted) void RESIGN_SCRIPT.run(this.client, [keys.leader, keys.channel], [request.token]).catch(() => undefined);
+      if (signal.aborted)
+        void RESIGN_SCRIPT.run(this.client, [keys.leader, keys.channel], [request.token]).catch(() => undefined);
       throw error;
     } finally {
       subscription?.unsubscribe();
@@ -85,13 +96,18 @@ export class RedisElection implements ElectionBackend {
   async renew(grant: ElectionGrant, ttl: number): Promise<number | null> {
     const { keys, token } = grant.state as RedisGrantState;
     const startedAt = monotonicNow();
-    const renewed = await this.call('renew', RENEW_LEADER_SCRIPT.run(this.client, [keys.leader, keys.fence], [token, ttl, ttl + FENCE_GRACE_MS]));
+    const renewed = await this.call(
+      'renew',
+      RENEW_LEADER_SCRIPT.run(this.client, [keys.leader, keys.fence], [token, ttl, ttl + FENCE_GRACE_MS]),
+    );
     return renewed === 1 ? validityEnd(startedAt, ttl) : null;
   }
 
   async proclaim(grant: ElectionGrant, value: string): Promise<boolean> {
     const { keys, token } = grant.state as RedisGrantState;
-    return (await this.call('proclaim', PROCLAIM_SCRIPT.run(this.client, [keys.leader, keys.channel], [token, value]))) === 1;
+    return (
+      (await this.call('proclaim', PROCLAIM_SCRIPT.run(this.client, [keys.leader, keys.channel], [token, value]))) === 1
+    );
   }
 
   async resign(grant: ElectionGrant): Promise<boolean> {
@@ -104,7 +120,12 @@ export class RedisElection implements ElectionBackend {
   }
 
   /** Re-reads on every message of the election's channel, and when the leader's ttl runs out (no message then). */
-  watch(namespace: string, name: string, onChange: (leader: LeaderInfo | null) => void, onError: (error: unknown) => void): () => void {
+  watch(
+    namespace: string,
+    name: string,
+    onChange: (leader: LeaderInfo | null) => void,
+    onError: (error: unknown) => void,
+  ): () => void {
     const keys = electionKeys(namespace, name);
     const stopper = new AbortController();
     let wake: (() => void) | undefined;
@@ -151,7 +172,8 @@ export class RedisElection implements ElectionBackend {
   }
 
   private async readLeader(keys: RedisElectionKeys): Promise<{ leader: LeaderInfo | null; left: number }> {
-    const reply = (await this.call('leader', READ_LEADER_SCRIPT.run(this.client, [keys.leader], []))) as [string, string, number] | [];
+    const reply = (await this.call('leader', READ_LEADER_SCRIPT.run(this.client, [keys.leader], []))) as
+      [string, string, number] | [];
     if (reply.length === 0) return { leader: null, left: 0 };
     return { leader: { value: reply[0], term: BigInt(reply[1]) }, left: Number(reply[2]) };
   }
@@ -161,7 +183,13 @@ export class RedisElection implements ElectionBackend {
       return await work;
     } catch (error) {
       if (error instanceof LockError) throw error;
-      throw new LockBackendError('redis', this.address, `election ${operation}`, error instanceof Error ? error.message : String(error), { cause: error });
+      throw new LockBackendError(
+        'redis',
+        this.address,
+        `election ${operation}`,
+        error instanceof Error ? error.message : String(error),
+        { cause: error },
+      );
     }
   }
 }

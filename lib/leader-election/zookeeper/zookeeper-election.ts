@@ -38,8 +38,17 @@ export class ZooKeeperElection implements ElectionBackend {
   }
 
   async campaign(request: CampaignRequest, signal: AbortSignal): Promise<ElectionGrant> {
-    const lock = { namespace: request.namespace, key: request.name, token: request.token, ttl: request.ttl, mode: 'exclusive' as const };
-    const attempt = new ZooKeeperAcquisition(this.ctx, lock, 'acquire', signal, { marker: LATCH_MARKER, nodeData: Buffer.from(request.value, 'utf8') });
+    const lock = {
+      namespace: request.namespace,
+      key: request.name,
+      token: request.token,
+      ttl: request.ttl,
+      mode: 'exclusive' as const,
+    };
+    const attempt = new ZooKeeperAcquisition(this.ctx, lock, 'acquire', signal, {
+      marker: LATCH_MARKER,
+      nodeData: Buffer.from(request.value, 'utf8'),
+    });
     this.campaigns.add(attempt);
     try {
       const grant = await attempt.acquire();
@@ -84,7 +93,12 @@ export class ZooKeeperElection implements ElectionBackend {
   }
 
   /** LeaderLatch's getLeader() after every change: a watch on the children and one on the leader's node. */
-  watch(namespace: string, name: string, onChange: (leader: LeaderInfo | null) => void, onError: (error: unknown) => void): () => void {
+  watch(
+    namespace: string,
+    name: string,
+    onChange: (leader: LeaderInfo | null) => void,
+    onError: (error: unknown) => void,
+  ): () => void {
     const parent = lockPath(namespace, name);
     const stopper = new AbortController();
     const stop = () => {
@@ -137,7 +151,9 @@ export class ZooKeeperElection implements ElectionBackend {
   private async readLeader(parent: string, changed?: () => void): Promise<LeaderInfo | null | undefined> {
     const { session } = this.ctx;
     for (;;) {
-      const children = changed ? await session.watchChildren(parent, () => changed()) : await session.getChildren(parent);
+      const children = changed
+        ? await session.watchChildren(parent, () => changed())
+        : await session.getChildren(parent);
       if (children === null) return changed ? undefined : null;
       const [first] = sortContenders(children, [LATCH_MARKER]);
       if (first === undefined) return null;

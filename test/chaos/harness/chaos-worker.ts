@@ -35,6 +35,8 @@ async function main(): Promise<void> {
 
 main().catch(async (error: unknown) => {
   const failure = error instanceof Error ? error : new Error(String(error));
-  await send({ type: 'error', name: failure.name, message: failure.message, stack: failure.stack }).catch(() => undefined);
+  await send({ type: 'error', name: failure.name, message: failure.message, stack: failure.stack }).catch(
+    () => undefined,
+  );
   process.exit(1);
 });

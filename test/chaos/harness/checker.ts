@@ -62,7 +62,11 @@ export interface HistoryReport {
 /** Rounding of expiresAt to whole ms and Date.now()'s resolution, when validity is turned into hrtime. */
 const VALIDITY_TOLERANCE_NS = 3_000_000n;
 
-export function checkHistory(sections: readonly SectionRecord[], register: RegisterStats, faults: readonly InjectedFault[] = []): HistoryReport {
+export function checkHistory(
+  sections: readonly SectionRecord[],
+  register: RegisterStats,
+  faults: readonly InjectedFault[] = [],
+): HistoryReport {
   const byKey = new Map<string, SectionRecord[]>();
   for (const section of sections) {
     let list = byKey.get(section.key);

@@ -11,7 +11,10 @@ import type { ChaosWorkerConfig, HoldTask } from './worker-protocol';
 /** The 'hold' task (see HoldTask): one acquisition, reported, then whatever the parent commands. */
 export async function runHoldTask(config: ChaosWorkerConfig, task: HoldTask): Promise<void> {
   const connection = connectChaosBackend(config.backend, config.address);
-  const locks = new LockService(connection.backend, { keyPrefix: config.keyPrefix, operationTimeout: config.operationTimeout });
+  const locks = new LockService(connection.backend, {
+    keyPrefix: config.keyPrefix,
+    operationTimeout: config.operationTimeout,
+  });
   const register = await RegisterClient.connect(config.registerPort);
   await send({ type: 'ready' });
   await next('go');
@@ -21,7 +24,13 @@ export async function runHoldTask(config: ChaosWorkerConfig, task: HoldTask): Pr
     lock = await locks.acquire(task.key, { ttl: task.ttl, waitTimeout: task.waitTimeout });
   } catch (error) {
     const failure = error as Error;
-    await send({ type: 'acquire-failed', name: failure.name, message: failure.message, at: hrNow().toString(), waitMs: performance.now() - t0 });
+    await send({
+      type: 'acquire-failed',
+      name: failure.name,
+      message: failure.message,
+      at: hrNow().toString(),
+      waitMs: performance.now() - t0,
+    });
     await next('exit');
     return shutDown();
   }
@@ -31,7 +40,9 @@ export async function runHoldTask(config: ChaosWorkerConfig, task: HoldTask): Pr
     'abort',
     () => {
       const reason = (lock.signal.reason as Error | undefined)?.message ?? String(lock.signal.reason);
-      void send({ type: 'lost', at: hrNow().toString(), validUntil: validity.current().toString(), reason }).catch(() => undefined);
+      void send({ type: 'lost', at: hrNow().toString(), validUntil: validity.current().toString(), reason }).catch(
+        () => undefined,
+      );
     },
     { once: true },
   );

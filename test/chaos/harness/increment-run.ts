@@ -37,7 +37,9 @@ export function chaosNamespace(label: string): string {
 }
 
 export async function startIncrementRun(scope: Scope, options: IncrementRunOptions): Promise<IncrementRun> {
-  const register = scope.defer(await startRegister({ fenced: options.fenced ?? true, history: options.registerHistory }));
+  const register = scope.defer(
+    await startRegister({ fenced: options.fenced ?? true, history: options.registerHistory }),
+  );
   const collector = new HistoryCollector();
   const keyPrefix = chaosNamespace(options.backend);
   const workers = Array.from({ length: options.workers }, (_, index) =>

@@ -6,7 +6,13 @@ import { abortedWithin, busyWait, trackValidity } from './held-lock-tools';
 import { hrNow } from './hrtime';
 import { RegisterClient } from './register';
 import { leave, next, send, take } from './worker-ipc';
-import type { ChaosWorkerConfig, FailedAcquire, IncrementSummary, IncrementTask, SectionRecord } from './worker-protocol';
+import type {
+  ChaosWorkerConfig,
+  FailedAcquire,
+  IncrementSummary,
+  IncrementTask,
+  SectionRecord,
+} from './worker-protocol';
 import { zipfSampler } from './zipf';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -14,7 +20,10 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 /** The 'increments' task (see IncrementTask): read-modify-writes of the register under the lock, reporting each section. */
 export async function runIncrementTask(config: ChaosWorkerConfig, task: IncrementTask): Promise<void> {
   const connection = connectChaosBackend(config.backend, config.address);
-  const locks = new LockService(connection.backend, { keyPrefix: config.keyPrefix, operationTimeout: config.operationTimeout });
+  const locks = new LockService(connection.backend, {
+    keyPrefix: config.keyPrefix,
+    operationTimeout: config.operationTimeout,
+  });
   const register = await RegisterClient.connect(config.registerPort);
   const pick = task.keys.length === 1 ? () => task.keys[0] : zipfSampler(task.keys, task.zipf ?? 0);
   // A round trip, so "ready" means connected and every worker then starts contending together.
@@ -52,7 +61,13 @@ export async function runIncrementTask(config: ChaosWorkerConfig, task: Incremen
       } catch (error) {
         const failure = error as Error;
         summary.failures[failure.name] = (summary.failures[failure.name] ?? 0) + 1;
-        failures.push({ worker: config.id, contender, at: hrNow().toString(), name: failure.name, message: failure.message });
+        failures.push({
+          worker: config.id,
+          contender,
+          at: hrNow().toString(),
+          name: failure.name,
+          message: failure.message,
+        });
         await sleep(task.retryDelayMs ?? 50);
         continue;
       }
@@ -93,7 +108,9 @@ export async function runIncrementTask(config: ChaosWorkerConfig, task: Incremen
         }
         // A zombie does not check lock.signal before writing: only the register's fencing can stop it.
         record.writeAt = hrNow().toString();
-        const wrote = await register.write(key, lock.fencingToken, (read.value ?? 0) + 1, config.id).catch(() => undefined);
+        const wrote = await register
+          .write(key, lock.fencingToken, (read.value ?? 0) + 1, config.id)
+          .catch(() => undefined);
         record.write = wrote === undefined ? 'error' : wrote.ok ? 'ok' : 'stale';
         if (wrote?.ok) {
           acknowledged += 1;

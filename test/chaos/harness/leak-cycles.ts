@@ -21,7 +21,8 @@ export async function runLeakCycles(config: ChaosWorkerConfig, task: LeakTask): 
 
   const first = connectChaosBackend(config.backend, config.address);
   // Memory locks are only shared within one backend instance.
-  const second: BackendUnderTest = config.backend === 'memory' ? first : connectChaosBackend(config.backend, config.address);
+  const second: BackendUnderTest =
+    config.backend === 'memory' ? first : connectChaosBackend(config.backend, config.address);
   const a = new LockService(first.backend, { keyPrefix: config.keyPrefix });
   const b = new LockService(second.backend, { keyPrefix: config.keyPrefix });
   const ttl = task.ttl;

@@ -20,7 +20,15 @@ const histories = new Map<string, AcceptedWrite[]>();
 function cell(key: string): KeyStats & { highestToken: bigint } {
   let found = keys.get(key);
   if (!found) {
-    found = { value: 0, accepted: 0, rejectedReads: 0, rejectedWrites: 0, staleAccepted: 0, highest: '0', highestToken: 0n };
+    found = {
+      value: 0,
+      accepted: 0,
+      rejectedReads: 0,
+      rejectedWrites: 0,
+      staleAccepted: 0,
+      highest: '0',
+      highestToken: 0n,
+    };
     keys.set(key, found);
   }
   return found;
@@ -59,7 +67,12 @@ function handle(request: RegisterRequest): RegisterReply {
       if (keepHistory) {
         let history = histories.get(request.key);
         if (!history) histories.set(request.key, (history = []));
-        history.push({ token: request.token, value: request.value, worker: request.worker, at: process.hrtime.bigint().toString() });
+        history.push({
+          token: request.token,
+          value: request.value,
+          worker: request.worker,
+          at: process.hrtime.bigint().toString(),
+        });
       }
       return { id: request.id, ok: true };
     }

@@ -9,7 +9,14 @@
  */
 export type RegisterRequest =
   | { readonly id: number; readonly op: 'read'; readonly key: string; readonly token: string }
-  | { readonly id: number; readonly op: 'write'; readonly key: string; readonly token: string; readonly value: number; readonly worker: string }
+  | {
+      readonly id: number;
+      readonly op: 'write';
+      readonly key: string;
+      readonly token: string;
+      readonly value: number;
+      readonly worker: string;
+    }
   | { readonly id: number; readonly op: 'stats' }
   | { readonly id: number; readonly op: 'history'; readonly key: string };
 

@@ -15,7 +15,8 @@ type Pending = { resolve: (reply: RegisterReply) => void; reject: (error: Error)
 type Operation = RegisterRequest extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
 
 /** The outcome of a read or a write: refused as stale, or done (with the value for a read). */
-export type RegisterOutcome = { readonly ok: true; readonly value?: number } | { readonly ok: false; readonly highest: string };
+export type RegisterOutcome =
+  { readonly ok: true; readonly value?: number } | { readonly ok: false; readonly highest: string };
 
 /** A connection to the register, used by workers and by the parent for its figures. */
 export class RegisterClient {
@@ -113,7 +114,11 @@ const live = new Set<ChildProcess>();
 export async function startRegister(options: { fenced: boolean; history?: boolean }): Promise<Register> {
   const child = fork(join(__dirname, 'register-process.ts'), [], {
     execArgv: ['--require', TS_REGISTER],
-    env: { ...process.env, [REGISTER_FENCED_ENV]: String(options.fenced), [REGISTER_HISTORY_ENV]: String(options.history ?? true) },
+    env: {
+      ...process.env,
+      [REGISTER_FENCED_ENV]: String(options.fenced),
+      [REGISTER_HISTORY_ENV]: String(options.history ?? true),
+    },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   live.add(child);

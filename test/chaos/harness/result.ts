@@ -23,7 +23,9 @@ export function passed(result: ScenarioResult): boolean {
 
 /** The failed checks as readable lines, for a Jest assertion that prints what went wrong. */
 export function failures(result: ScenarioResult): string[] {
-  return result.checks.filter((check) => !check.pass).map((check) => `${check.name}${check.detail ? `: ${check.detail}` : ''}`);
+  return result.checks
+    .filter((check) => !check.pass)
+    .map((check) => `${check.name}${check.detail ? `: ${check.detail}` : ''}`);
 }
 
 /** Collects checks while a scenario runs. */
@@ -31,7 +33,11 @@ export class Checks {
   readonly list: Check[] = [];
 
   that(name: string, pass: boolean, detail?: unknown): void {
-    this.list.push({ name, pass, ...(detail !== undefined && { detail: typeof detail === 'string' ? detail : JSON.stringify(detail, bigints) }) });
+    this.list.push({
+      name,
+      pass,
+      ...(detail !== undefined && { detail: typeof detail === 'string' ? detail : JSON.stringify(detail, bigints) }),
+    });
   }
 }
 

@@ -72,8 +72,9 @@ export async function startTarget(kind: ChaosBackendKind, scope: Scope): Promise
     }
     case 'zookeeper': {
       // A hook: test/support/zookeeper-server.ts needs Debian's zookeeper package and a JDK.
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { startZooKeeper } = require('../../support/zookeeper-server') as typeof import('../../support/zookeeper-server');
+      const { startZooKeeper } =
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        require('../../support/zookeeper-server') as typeof import('../../support/zookeeper-server');
       const zookeeper = scope.defer(await startZooKeeper());
       return {
         kind,

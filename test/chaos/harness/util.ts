@@ -8,7 +8,12 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** Polls `probe` every `everyMs` until it returns a truthy value; rejects naming `what` after `timeoutMs`. */
-export async function pollUntil<T>(what: string, probe: () => Promise<T> | T, timeoutMs: number, everyMs = 50): Promise<NonNullable<T>> {
+export async function pollUntil<T>(
+  what: string,
+  probe: () => Promise<T> | T,
+  timeoutMs: number,
+  everyMs = 50,
+): Promise<NonNullable<T>> {
   const deadline = performance.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
@@ -19,7 +24,9 @@ export async function pollUntil<T>(what: string, probe: () => Promise<T> | T, ti
       lastError = error;
     }
     if (performance.now() > deadline) {
-      throw new Error(`${what} did not happen within ${timeoutMs} ms${lastError ? ` (last error: ${lastError instanceof Error ? String(lastError) : JSON.stringify(lastError)})` : ''}`);
+      throw new Error(
+        `${what} did not happen within ${timeoutMs} ms${lastError ? ` (last error: ${lastError instanceof Error ? String(lastError) : JSON.stringify(lastError)})` : ''}`,
+      );
     }
     await sleep(everyMs);
   }
@@ -44,7 +51,10 @@ export function adminEtcd(hosts: string | string[]): Etcd3 & { stop(): Promise<v
 }
 
 /** The keys under `prefix` with their create revisions, oldest first. */
-export async function etcdContenders(client: Etcd3, prefix: string): Promise<{ key: string; createRevision: bigint; lease: string }[]> {
+export async function etcdContenders(
+  client: Etcd3,
+  prefix: string,
+): Promise<{ key: string; createRevision: bigint; lease: string }[]> {
   const response = await client.kv.range({
     key: Buffer.from(prefix),
     range_end: prefixEnd(Buffer.from(prefix)),
@@ -52,7 +62,11 @@ export async function etcdContenders(client: Etcd3, prefix: string): Promise<{ k
     sort_target: 2,
     sort_order: 1,
   });
-  return response.kvs.map((kv) => ({ key: kv.key.toString(), createRevision: BigInt(kv.create_revision), lease: String(kv.lease) }));
+  return response.kvs.map((kv) => ({
+    key: kv.key.toString(),
+    createRevision: BigInt(kv.create_revision),
+    lease: String(kv.lease),
+  }));
 }
 
 function prefixEnd(prefix: Buffer): Buffer {

@@ -116,13 +116,19 @@ export class ChaosWorker {
         if (index >= 0) {
           const [message] = this.inbox.splice(index, 1);
           if (message.type === 'error') {
-            return finish(new Error(`worker ${this.id} failed: ${message.name}: ${message.message}\n${message.stack ?? ''}`));
+            return finish(
+              new Error(`worker ${this.id} failed: ${message.name}: ${message.message}\n${message.stack ?? ''}`),
+            );
           }
           return finish(undefined, message);
         }
         if (this.exitInfo) {
           const { code, signal } = this.exitInfo;
-          finish(new Error(`worker ${this.id} exited (code ${code}, signal ${signal}) before "${type}". Output:\n${this.output}`));
+          finish(
+            new Error(
+              `worker ${this.id} exited (code ${code}, signal ${signal}) before "${type}". Output:\n${this.output}`,
+            ),
+          );
         }
       };
       this.waiters.add(check);
@@ -225,7 +231,10 @@ function isAlive(pid: number): boolean {
 let reaped = false;
 
 /** Forks test/chaos/harness/chaos-worker.ts under plain node with our TypeScript loader. */
-export function spawnChaosWorker(config: ChaosWorkerConfig, options: { collector?: HistoryCollector; exposeGc?: boolean } = {}): ChaosWorker {
+export function spawnChaosWorker(
+  config: ChaosWorkerConfig,
+  options: { collector?: HistoryCollector; exposeGc?: boolean } = {},
+): ChaosWorker {
   if (!reaped) {
     reaped = true;
     resumeOrphans();

@@ -37,17 +37,30 @@ export async function baselineScenario(backend: ChaosBackendKind, profile: Chaos
     const elapsed = performance.now() - t0;
     const report = checkHistory(run.collector.sections, await run.register.client.stats());
     const expected = contenders * increments;
-    const failed = summaries.reduce((sum, summary) => sum + Object.values(summary.failures).reduce((a, b) => a + b, 0), 0);
+    const failed = summaries.reduce(
+      (sum, summary) => sum + Object.values(summary.failures).reduce((a, b) => a + b, 0),
+      0,
+    );
     const waits = run.collector.sections.map((section) => section.waitMs);
     const holds = run.collector.sections.map((section) => msBetween(section.acquiredAt, section.releasedAt));
 
     const checks = new Checks();
     checks.that('final count is exact', report.finalValue === expected, { final: report.finalValue, expected });
-    checks.that('every increment acknowledged once', report.acknowledged === expected, { acknowledged: report.acknowledged });
+    checks.that('every increment acknowledged once', report.acknowledged === expected, {
+      acknowledged: report.acknowledged,
+    });
     checks.that('zero overlapping critical sections', report.overlaps.length === 0, report.overlaps.slice(0, 3));
-    checks.that('fencing tokens strictly increase in grant order', report.tokenOrderViolations === 0, report.tokenOrderViolations);
+    checks.that(
+      'fencing tokens strictly increase in grant order',
+      report.tokenOrderViolations === 0,
+      report.tokenOrderViolations,
+    );
     checks.that('no operation refused as stale', report.staleRejected === 0, report.staleRejected);
-    checks.that('no acquisition failed', failed === 0, summaries.map((summary) => summary.failures));
+    checks.that(
+      'no acquisition failed',
+      failed === 0,
+      summaries.map((summary) => summary.failures),
+    );
     return {
       scenario: '1 baseline',
       backend,

@@ -29,9 +29,21 @@ export interface CatalogEntry {
  * scenarios (4-9, 13) are about Redis and etcd.
  */
 export const CATALOG: readonly CatalogEntry[] = [
-  { id: '1', backends: ['memory', 'redis', 'etcd', 'redlock', 'zookeeper'], run: (backend, profile) => baselineScenario(backend, profile) },
-  { id: '2', backends: ['redis', 'etcd', 'redlock', 'zookeeper'], run: (backend, profile) => pausesScenario(backend, profile, { fenced: true }) },
-  { id: '2c', backends: ['redis', 'etcd', 'redlock', 'zookeeper'], run: (backend, profile) => pausesScenario(backend, profile, { fenced: false }) },
+  {
+    id: '1',
+    backends: ['memory', 'redis', 'etcd', 'redlock', 'zookeeper'],
+    run: (backend, profile) => baselineScenario(backend, profile),
+  },
+  {
+    id: '2',
+    backends: ['redis', 'etcd', 'redlock', 'zookeeper'],
+    run: (backend, profile) => pausesScenario(backend, profile, { fenced: true }),
+  },
+  {
+    id: '2c',
+    backends: ['redis', 'etcd', 'redlock', 'zookeeper'],
+    run: (backend, profile) => pausesScenario(backend, profile, { fenced: false }),
+  },
   { id: '3', backends: ['memory', 'redis', 'etcd', 'redlock', 'zookeeper'], run: starvationScenario },
   { id: '4', backends: ['redis'], run: (_backend, profile) => redisRestartScenario(profile) },
   { id: '5', backends: ['redis', 'etcd', 'redlock'], run: networkScenario },

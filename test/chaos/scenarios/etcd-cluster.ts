@@ -86,10 +86,14 @@ async function queueAcrossFailover(scope: Scope, cluster: TestEtcdCluster, check
   for (const [index, waiter] of waiters.entries()) {
     await waiter.message('ready');
     waiter.send({ type: 'go' });
-    const queued = await pollUntil(`${waiter.id} to queue`, async () => {
-      const keys = await etcdContenders(admin, prefix);
-      return keys.length === index + 2 ? keys[index + 1] : undefined;
-    }, 30_000);
+    const queued = await pollUntil(
+      `${waiter.id} to queue`,
+      async () => {
+        const keys = await etcdContenders(admin, prefix);
+        return keys.length === index + 2 ? keys[index + 1] : undefined;
+      },
+      30_000,
+    );
     queuedRevisions.push(queued.createRevision);
   }
   const leader = await cluster.leader();
@@ -112,7 +116,12 @@ async function queueAcrossFailover(scope: Scope, cluster: TestEtcdCluster, check
   return { kept };
 }
 
-async function incrementsAcrossFailover(scope: Scope, cluster: TestEtcdCluster, checks: Checks, profile: ChaosProfileName) {
+async function incrementsAcrossFailover(
+  scope: Scope,
+  cluster: TestEtcdCluster,
+  checks: Checks,
+  profile: ChaosProfileName,
+) {
   const workers = 3;
   const target = sized(profile, 20, 100);
   const run = await startIncrementRun(scope, {
@@ -130,14 +139,20 @@ async function incrementsAcrossFailover(scope: Scope, cluster: TestEtcdCluster, 
   await sleep(4_000);
   await cluster.members[leader].restart();
   await run.done(sized(profile, 180_000, 600_000));
-  const report = checkHistory(run.collector.sections, await run.register.client.stats(), [{ kind: 'leader kill', at: killedAt }]);
+  const report = checkHistory(run.collector.sections, await run.register.client.stats(), [
+    { kind: 'leader kill', at: killedAt },
+  ]);
   const expected = workers * target;
   checks.that('exact final count across the leader kill', report.finalValue === expected && report.lostUpdates === 0, {
     final: report.finalValue,
     expected,
     lost: report.lostUpdates,
   });
-  checks.that('no grant within a live holder’s validity', report.unsafeOverlaps.length === 0, report.unsafeOverlaps.slice(0, 2));
+  checks.that(
+    'no grant within a live holder’s validity',
+    report.unsafeOverlaps.length === 0,
+    report.unsafeOverlaps.slice(0, 2),
+  );
   return { count: `${report.finalValue}/${expected}`, lost: report.lostUpdates, recovery: report.recoveryMs[0] };
 }
 
@@ -163,10 +178,14 @@ async function quorumLoss(scope: Scope, cluster: TestEtcdCluster, checks: Checks
   await Promise.all(down.map((index) => cluster.members[index].kill('SIGKILL')));
   const lost = await holder.message('lost', 30_000);
   const lostVsValidity = msBetween(lost.validUntil, lost.at);
-  checks.that('without a quorum, the holder was told its lock is lost by the end of its validity (+1 s)', lostVsValidity <= 1_000, {
-    lostVsValidity,
-    reason: lost.reason,
-  });
+  checks.that(
+    'without a quorum, the holder was told its lock is lost by the end of its validity (+1 s)',
+    lostVsValidity <= 1_000,
+    {
+      lostVsValidity,
+      reason: lost.reason,
+    },
+  );
   const waitTimeout = 2_000;
   const attemptStart = performance.now();
   const failure = await locks.acquire('other', { ttl: QUORUM_TTL, waitTimeout }).then(
@@ -174,10 +193,14 @@ async function quorumLoss(scope: Scope, cluster: TestEtcdCluster, checks: Checks
     (error: Error) => error,
   );
   const failedAfter = performance.now() - attemptStart;
-  checks.that('an acquire without a quorum fails with LockBackendError within waitTimeout (+5 s)', failure instanceof LockBackendError && failedAfter < waitTimeout + 5_000, {
-    failure: String(failure),
-    failedAfter,
-  });
+  checks.that(
+    'an acquire without a quorum fails with LockBackendError within waitTimeout (+5 s)',
+    failure instanceof LockBackendError && failedAfter < waitTimeout + 5_000,
+    {
+      failure: String(failure),
+      failedAfter,
+    },
+  );
 
   const restartAt = performance.now();
   await Promise.all(down.map((index) => cluster.members[index].restart()));

@@ -30,7 +30,11 @@ export async function leaseExpiredWhileQueuedScenario(profile: ChaosProfileName)
     const prefix = lockPrefix(keyPrefix, 'queue');
     const base = { backend: 'etcd' as const, address: target.address, keyPrefix, registerPort: register.port };
     const spawn = (id: string, ttl: number) =>
-      spawnChaosWorker({ ...base, id, task: { type: 'hold', key: 'queue', ttl, waitTimeout: 60_000, readOnGrant: true } });
+      spawnChaosWorker({
+        ...base,
+        id,
+        task: { type: 'hold', key: 'queue', ttl, waitTimeout: 60_000, readOnGrant: true },
+      });
     const contenders = () => etcdContenders(admin, prefix);
 
     const holder = spawn('H', 10_000);
@@ -58,7 +62,11 @@ export async function leaseExpiredWhileQueuedScenario(profile: ChaosProfileName)
 
     const pausedAt = hrNow();
     w.pause();
-    await pollUntil('W’s queue key to vanish with its lease', async () => !(await contenders()).some((k) => k.key === queuedW.key), 20_000);
+    await pollUntil(
+      'W’s queue key to vanish with its lease',
+      async () => !(await contenders()).some((k) => k.key === queuedW.key),
+      20_000,
+    );
     const vanishedAfter = msBetween(pausedAt, hrNow());
     holder.send({ type: 'release' });
     const cHeld = await c.message('held', 20_000);
@@ -75,10 +83,14 @@ export async function leaseExpiredWhileQueuedScenario(profile: ChaosProfileName)
     checks.that('W never claimed the lock while C held it', !claimedWhileCHeld, fromW);
     if (wOutcome.type === 'held') {
       checks.that('W was granted only after C released', BigInt(wOutcome.acquiredAt) > BigInt(cReleased.at));
-      checks.that('W was granted on a new queue key, not the one that vanished', BigInt(wOutcome.token) !== queuedW.createRevision, {
-        granted: wOutcome.token,
-        vanished: queuedW.createRevision,
-      });
+      checks.that(
+        'W was granted on a new queue key, not the one that vanished',
+        BigInt(wOutcome.token) !== queuedW.createRevision,
+        {
+          granted: wOutcome.token,
+          vanished: queuedW.createRevision,
+        },
+      );
       checks.that('W’s fencing token is above C’s', BigInt(wOutcome.token) > BigInt(cHeld.token));
     } else {
       checks.that('W failed with a typed lock error', /^Lock\w+Error$/.test(wOutcome.name), wOutcome);
@@ -98,7 +110,10 @@ export async function leaseExpiredWhileQueuedScenario(profile: ChaosProfileName)
       figures: {
         'queue key gone after pause': ms(vanishedAfter),
         'claimed while the next waiter held': claimedWhileCHeld ? 'yes' : 'no',
-        'paused waiter then': wOutcome.type === 'held' ? `re-queued, granted ${ms(msBetween(resumedAt, wOutcome.acquiredAt))} after resuming` : wOutcome.name,
+        'paused waiter then':
+          wOutcome.type === 'held'
+            ? `re-queued, granted ${ms(msBetween(resumedAt, wOutcome.acquiredAt))} after resuming`
+            : wOutcome.name,
       },
       checks: checks.list,
       durationMs: performance.now() - started,
@@ -135,13 +150,20 @@ export async function compactionScenario(profile: ChaosProfileName): Promise<Sce
     const summaries = await run.done(sized(profile, 120_000, 600_000));
     const report = checkHistory(run.collector.sections, await run.register.client.stats());
     const expected = workers * increments;
-    const failed = summaries.reduce((sum, summary) => sum + Object.values(summary.failures).reduce((a, b) => a + b, 0), 0);
+    const failed = summaries.reduce(
+      (sum, summary) => sum + Object.values(summary.failures).reduce((a, b) => a + b, 0),
+      0,
+    );
     const waits = run.collector.sections.map((section) => section.waitMs);
 
     const checks = new Checks();
     checks.that('final count is exact', report.finalValue === expected, { final: report.finalValue, expected });
     checks.that('zero overlapping critical sections', report.overlaps.length === 0, report.overlaps.slice(0, 2));
-    checks.that('no acquisition failed or hung', failed === 0, summaries.map((summary) => summary.failures));
+    checks.that(
+      'no acquisition failed or hung',
+      failed === 0,
+      summaries.map((summary) => summary.failures),
+    );
     checks.that('the history was compacted while waiters waited', compactions >= 5, compactions);
     return {
       scenario: '8 watch compaction',

@@ -36,10 +36,17 @@ export async function etcdctlInteropScenario(_profile: ChaosProfileName): Promis
     const theirKey = (await holding.line((line) => line.startsWith(prefix), 20_000)).trim();
     checks.that('etcdctl’s key lies in our lock’s range', theirKey.startsWith(prefix), theirKey);
     checks.that('our isLocked sees etcdctl’s lock', await locks.isLocked('file:42'));
-    checks.that('our tryAcquire is refused while etcdctl holds', (await locks.tryAcquire('file:42', { ttl: 5_000 })) === null);
+    checks.that(
+      'our tryAcquire is refused while etcdctl holds',
+      (await locks.tryAcquire('file:42', { ttl: 5_000 })) === null,
+    );
     const theirRevision = (await etcdContenders(admin, prefix))[0].createRevision;
     const waiting = locks.acquire('file:42', { ttl: 5_000, waitTimeout: 20_000 });
-    await pollUntil('our waiter to queue behind etcdctl', async () => (await etcdContenders(admin, prefix)).length === 2, 10_000);
+    await pollUntil(
+      'our waiter to queue behind etcdctl',
+      async () => (await etcdContenders(admin, prefix)).length === 2,
+      10_000,
+    );
     const releasedAt = performance.now();
     holding.child.kill('SIGINT');
     const ours = await waiting;
@@ -53,7 +60,11 @@ export async function etcdctlInteropScenario(_profile: ChaosProfileName): Promis
 
     // We hold: etcdctl waits behind us and runs its command only after our release.
     const queued = startEtcdctl(scope, etcdctl, target.address, ['lock', name, 'date', '+%s%N']);
-    await pollUntil('etcdctl to queue behind us', async () => (await etcdContenders(admin, prefix)).length === 2, 10_000);
+    await pollUntil(
+      'etcdctl to queue behind us',
+      async () => (await etcdContenders(admin, prefix)).length === 2,
+      10_000,
+    );
     const releaseWallNs = BigInt(Date.now()) * 1_000_000n;
     await ours.release();
     const ranAt = BigInt((await queued.line((line) => /^\d{18,}$/.test(line.trim()), 20_000)).trim());
@@ -72,7 +83,7 @@ export async function etcdctlInteropScenario(_profile: ChaosProfileName): Promis
       figures: {
         'etcdctl key': theirKey.slice(keyPrefix.length),
         'handover etcdctl -> ours': ms(handover),
-        'ours -> etcdctl command ran after release': `${((Number(ranAt - releaseWallNs) / 1e6) | 0)} ms`,
+        'ours -> etcdctl command ran after release': `${(Number(ranAt - releaseWallNs) / 1e6) | 0} ms`,
       },
       checks: checks.list,
       durationMs: performance.now() - started,
@@ -128,7 +139,10 @@ function startEtcdctl(scope: Scope, binary: string, endpoint: string, args: stri
     exited,
     line: (test, timeoutMs) =>
       new Promise((resolve, reject) => {
-        const timer = setTimeout(() => done(new Error(`etcdctl ${args.join(' ')} printed no such line within ${timeoutMs} ms:\n${output}`)), timeoutMs);
+        const timer = setTimeout(
+          () => done(new Error(`etcdctl ${args.join(' ')} printed no such line within ${timeoutMs} ms:\n${output}`)),
+          timeoutMs,
+        );
         const done = (error?: Error, line?: string) => {
           clearTimeout(timer);
           listeners.delete(check);

@@ -14,13 +14,17 @@ const TTL = 3_000;
  * 10. A holder process is SIGKILLed: no release, no cleanup. A waiter in another process must get the lock
  * within the ttl plus a small margin (the holder's last renewal left it at most a ttl), with a higher token.
  */
-export async function holderKilledScenario(backend: ChaosBackendKind, profile: ChaosProfileName): Promise<ScenarioResult> {
+export async function holderKilledScenario(
+  backend: ChaosBackendKind,
+  profile: ChaosProfileName,
+): Promise<ScenarioResult> {
   const started = performance.now();
   const rounds = sized(profile, 2, 5);
   const margin = sized(profile, 4_000, 2_000);
   return withScope(async (scope) => {
     const target = await startTarget(backend, scope);
-    if (!target.crossProcess) throw new Error(`${backend} locks live in one process: a killed holder takes them all with it`);
+    if (!target.crossProcess)
+      throw new Error(`${backend} locks live in one process: a killed holder takes them all with it`);
     const takeovers: number[] = [];
     const tokensIncrease: boolean[] = [];
     for (let round = 0; round < rounds; round++) {
@@ -29,7 +33,11 @@ export async function holderKilledScenario(backend: ChaosBackendKind, profile: C
       tokensIncrease.push(increased);
     }
     const checks = new Checks();
-    checks.that(`the next waiter got the lock within ttl + ${margin} ms every time`, takeovers.every((value) => value <= TTL + margin), takeovers);
+    checks.that(
+      `the next waiter got the lock within ttl + ${margin} ms every time`,
+      takeovers.every((value) => value <= TTL + margin),
+      takeovers,
+    );
     checks.that('its fencing token was higher', tokensIncrease.every(Boolean), tokensIncrease);
     return {
       scenario: '10 holder SIGKILLed',
@@ -50,11 +58,19 @@ async function killOneHolder(scope: Scope, target: ChaosTarget): Promise<{ takeo
   const register = scope.defer(await startRegister({ fenced: true }));
   const keyPrefix = chaosNamespace('kill');
   const base = { backend: target.kind, address: target.address, keyPrefix, registerPort: register.port };
-  const holder = spawnChaosWorker({ ...base, id: 'holder', task: { type: 'hold', key: 'victim', ttl: TTL, waitTimeout: 30_000 } });
+  const holder = spawnChaosWorker({
+    ...base,
+    id: 'holder',
+    task: { type: 'hold', key: 'victim', ttl: TTL, waitTimeout: 30_000 },
+  });
   await holder.message('ready');
   holder.send({ type: 'go' });
   const held = await holder.message('held');
-  const waiter = spawnChaosWorker({ ...base, id: 'waiter', task: { type: 'hold', key: 'victim', ttl: TTL, waitTimeout: 60_000 } });
+  const waiter = spawnChaosWorker({
+    ...base,
+    id: 'waiter',
+    task: { type: 'hold', key: 'victim', ttl: TTL, waitTimeout: 60_000 },
+  });
   await waiter.message('ready');
   waiter.send({ type: 'go' });
   const killedAt = hrNow();

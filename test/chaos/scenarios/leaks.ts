@@ -30,7 +30,14 @@ export async function leaksScenario(backend: ChaosBackendKind, profile: ChaosPro
     const register = scope.defer(await startRegister({ fenced: true }));
     const keyPrefix = chaosNamespace('leak');
     const worker = spawnChaosWorker(
-      { id: 'leak', backend, address: target.address, keyPrefix, registerPort: register.port, task: { type: 'leak', cycles, ttl: 5_000 } },
+      {
+        id: 'leak',
+        backend,
+        address: target.address,
+        keyPrefix,
+        registerPort: register.port,
+        task: { type: 'leak', cycles, ttl: 5_000 },
+      },
       { exposeGc: true },
     );
     await worker.message('ready');
@@ -42,11 +49,20 @@ export async function leaksScenario(backend: ChaosBackendKind, profile: ChaosPro
     const server = await serverLeftovers(target, keyPrefix);
 
     const checks = new Checks();
-    checks.that('nothing left open in the process after close()', report.resourcesAfterClose.length === 0, report.resourcesAfterClose);
+    checks.that(
+      'nothing left open in the process after close()',
+      report.resourcesAfterClose.length === 0,
+      report.resourcesAfterClose,
+    );
     checks.that('no lock still held after close()', report.heldAfterClose === 0, report.heldAfterClose);
     checks.that('the process exited on its own after close()', exitedAlone, worker.printed);
-    checks.that(`heap grew by at most ${HEAP_GROWTH_BOUND_BYTES / 1024 / 1024} MiB after the warm-up`, growth <= HEAP_GROWTH_BOUND_BYTES, growth);
-    for (const [what, count] of Object.entries(server.left)) checks.that(`no ${what} left on the server`, count === 0, count);
+    checks.that(
+      `heap grew by at most ${HEAP_GROWTH_BOUND_BYTES / 1024 / 1024} MiB after the warm-up`,
+      growth <= HEAP_GROWTH_BOUND_BYTES,
+      growth,
+    );
+    for (const [what, count] of Object.entries(server.left))
+      checks.that(`no ${what} left on the server`, count === 0, count);
     return {
       scenario: '11 leaks',
       backend,
@@ -57,9 +73,10 @@ export async function leaksScenario(backend: ChaosBackendKind, profile: ChaosPro
         'per cycle': `${Math.round(((report.heapAtEnd - report.heapAfterWarmup) / cycles) * 10) / 10} B`,
         'open handles after close': report.resourcesAfterClose.length,
         'exited on its own': exitedAlone ? 'yes' : 'no',
-        'server leftovers': Object.entries(server.left)
-          .map(([what, count]) => `${what} ${count}`)
-          .join(', ') || 'n/a (in-process)',
+        'server leftovers':
+          Object.entries(server.left)
+            .map(([what, count]) => `${what} ${count}`)
+            .join(', ') || 'n/a (in-process)',
         ...(server.expiringAtClose > 0 && { 'waiter keys at close (expired on their own)': server.expiringAtClose }),
         'cycles/s': Math.round(cycles / (report.durationMs / 1000)),
       },
@@ -93,18 +110,31 @@ async function serverLeftovers(target: ChaosTarget, keyPrefix: string): Promise<
     try {
       // Closing connections is asynchronous on the server too: give it a moment to notice.
       const others = async () =>
-        ((await admin.client('LIST')) as string).split('\n').filter((line) => line.trim() && !line.includes('cmd=client|list')).length;
-      const clients = await pollUntil('the worker’s connections to close', async () => ((await others()) === 0 ? 'closed' : undefined), 5_000).then(
-        () => 0,
-        others,
-      );
+        ((await admin.client('LIST')) as string)
+          .split('\n')
+          .filter((line) => line.trim() && !line.includes('cmd=client|list')).length;
+      const clients = await pollUntil(
+        'the worker’s connections to close',
+        async () => ((await others()) === 0 ? 'closed' : undefined),
+        5_000,
+      ).then(() => 0, others);
       const channels = (await admin.pubsub('CHANNELS', `${keyPrefix}:*`)) as string[];
       // Fencing counters stay on purpose (they keep tokens increasing); anything else is lock state.
-      const lockKeys = async () => ((await admin.keys(`${keyPrefix}:*`))).filter((key) => !key.endsWith(':fence')).length;
+      const lockKeys = async () => (await admin.keys(`${keyPrefix}:*`)).filter((key) => !key.endsWith(':fence')).length;
       const atClose = await lockKeys();
       // Waiters' entries (writer intents, queue entries) expire on their own within the waiter ttl (5 s).
-      const later = atClose === 0 ? 0 : await pollUntil('lock keys to expire', async () => ((await lockKeys()) === 0 ? 'gone' : undefined), 10_000).then(() => 0, lockKeys);
-      return { left: { 'client connections': clients, 'pub/sub channels': channels.length, 'lock keys': later }, expiringAtClose: atClose };
+      const later =
+        atClose === 0
+          ? 0
+          : await pollUntil(
+              'lock keys to expire',
+              async () => ((await lockKeys()) === 0 ? 'gone' : undefined),
+              10_000,
+            ).then(() => 0, lockKeys);
+      return {
+        left: { 'client connections': clients, 'pub/sub channels': channels.length, 'lock keys': later },
+        expiringAtClose: atClose,
+      };
     } finally {
       await admin.stop();
     }
@@ -112,7 +142,11 @@ async function serverLeftovers(target: ChaosTarget, keyPrefix: string): Promise<
   if (target.kind === 'etcd') {
     const admin = adminEtcd(target.address);
     try {
-      const leases = await pollUntil('leases to be gone', async () => ((await admin.leaseClient.leaseLeases({})).leases.length === 0 ? 'none' : undefined), 10_000).then(
+      const leases = await pollUntil(
+        'leases to be gone',
+        async () => ((await admin.leaseClient.leaseLeases({})).leases.length === 0 ? 'none' : undefined),
+        10_000,
+      ).then(
         () => 0,
         async () => (await admin.leaseClient.leaseLeases({})).leases.length,
       );
@@ -126,10 +160,12 @@ async function serverLeftovers(target: ChaosTarget, keyPrefix: string): Promise<
     }
   }
   if (target.kind === 'zookeeper') {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { AdminClient } = require('../../zookeeper/zookeeper-spec-helpers') as typeof import('../../zookeeper/zookeeper-spec-helpers');
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { namespacePath } = require('../../../lib/backends/zookeeper/zookeeper-node-layout') as typeof import('../../../lib/backends/zookeeper/zookeeper-node-layout');
+    const { AdminClient } =
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      require('../../zookeeper/zookeeper-spec-helpers') as typeof import('../../zookeeper/zookeeper-spec-helpers');
+    const { namespacePath } =
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      require('../../../lib/backends/zookeeper/zookeeper-node-layout') as typeof import('../../../lib/backends/zookeeper/zookeeper-node-layout');
     const admin = await AdminClient.connect(target.address);
     try {
       // Contender nodes are ephemeral: once the worker's session is closed, none may be left under any key.
@@ -139,10 +175,11 @@ async function serverLeftovers(target: ChaosTarget, keyPrefix: string): Promise<
         for (const key of await admin.children(root)) count += (await admin.children(`${root}/${key}`)).length;
         return count;
       };
-      const left = await pollUntil('contender nodes to be gone', async () => ((await contenders()) === 0 ? 'none' : undefined), 10_000).then(
-        () => 0,
-        contenders,
-      );
+      const left = await pollUntil(
+        'contender nodes to be gone',
+        async () => ((await contenders()) === 0 ? 'none' : undefined),
+        10_000,
+      ).then(() => 0, contenders);
       return { left: { 'contender nodes': left }, expiringAtClose: 0 };
     } finally {
       admin.client.close();

@@ -44,7 +44,10 @@ export async function loadScenario(backend: ChaosBackendKind, profile: ChaosProf
     const summaries = await run.done(durationMs + 120_000);
     const elapsed = performance.now() - t0;
     const report = checkHistory(run.collector.sections, await run.register.client.stats());
-    const failed = summaries.reduce((sum, summary) => sum + Object.values(summary.failures).reduce((a, b) => a + b, 0), 0);
+    const failed = summaries.reduce(
+      (sum, summary) => sum + Object.values(summary.failures).reduce((a, b) => a + b, 0),
+      0,
+    );
     const waits = run.collector.sections.map((section) => section.waitMs);
     const keysUsed = new Set(run.collector.sections.map((section) => section.key)).size;
 
@@ -52,8 +55,16 @@ export async function loadScenario(backend: ChaosBackendKind, profile: ChaosProf
     checks.that('zero overlapping critical sections', report.overlaps.length === 0, report.overlaps.slice(0, 2));
     checks.that('no acknowledged update lost', report.lostUpdates === 0, report.lostUpdates);
     checks.that('no operation refused as stale', report.staleRejected === 0, report.staleRejected);
-    checks.that('fencing tokens strictly increase in grant order', report.tokenOrderViolations === 0, report.tokenOrderViolations);
-    checks.that('no acquisition failed', failed === 0, summaries.map((summary) => summary.failures));
+    checks.that(
+      'fencing tokens strictly increase in grant order',
+      report.tokenOrderViolations === 0,
+      report.tokenOrderViolations,
+    );
+    checks.that(
+      'no acquisition failed',
+      failed === 0,
+      summaries.map((summary) => summary.failures),
+    );
     return {
       scenario: '12 load',
       backend,

@@ -68,15 +68,23 @@ async function blackholedHolder(scope: Scope, target: ChaosTarget, checks: Check
   for (const proxy of proxies) proxy.blackhole();
   const lost = await holder.message('lost', 20_000);
   const lostVsValidity = msBetween(lost.validUntil, lost.at);
-  checks.that(`the cut-off holder was told its lock was lost by the end of its validity (+${margin} ms)`, lostVsValidity <= margin, {
-    lostVsValidity,
-    reason: lost.reason,
-  });
+  checks.that(
+    `the cut-off holder was told its lock was lost by the end of its validity (+${margin} ms)`,
+    lostVsValidity <= margin,
+    {
+      lostVsValidity,
+      reason: lost.reason,
+    },
+  );
   const next = await waiter.message('held', 30_000);
   const takeover = msBetween(cutAt, next.acquiredAt);
-  checks.that('another process was granted the lock after the cut-off holder’s validity', BigInt(next.acquiredAt) > BigInt(lost.validUntil), {
-    takeover,
-  });
+  checks.that(
+    'another process was granted the lock after the cut-off holder’s validity',
+    BigInt(next.acquiredAt) > BigInt(lost.validUntil),
+    {
+      takeover,
+    },
+  );
   checks.that('with a higher fencing token', BigInt(next.token) > BigInt(held.token));
 
   await sleep(Math.max(0, 2 * TTL - msBetween(cutAt, hrNow())));
@@ -130,7 +138,8 @@ async function delayedReplies(scope: Scope, target: ChaosTarget, checks: Checks)
     (error: Error) => ({ error }),
   );
   const slowMs = performance.now() - slowStart;
-  const slowOutcome = 'error' in slow ? `${slow.error.name} after ${ms(slowMs)}` : `granted, ${ms(slow.remaining)} left`;
+  const slowOutcome =
+    'error' in slow ? `${slow.error.name} after ${ms(slowMs)}` : `granted, ${ms(slow.remaining)} left`;
   checks.that(
     'with replies delayed past the ttl, acquire fails with a typed error and returns no lock',
     'error' in slow && (slow.error instanceof LockBackendError || slow.error instanceof LockTimeoutError),
@@ -149,12 +158,20 @@ async function delayedReplies(scope: Scope, target: ChaosTarget, checks: Checks)
     (error: Error) => ({ error }),
   );
   const fastOutcome = `${'error' in fast ? fast.error.name : `granted, ${ms(fast.remaining)} validity left`} (replies +${ms(fastDelay(target))})`;
-  checks.that('with replies delayed by less than the ttl, the lock returned is still valid', 'lock' in fast && fast.remaining > 0, fastOutcome);
+  checks.that(
+    'with replies delayed by less than the ttl, the lock returned is still valid',
+    'lock' in fast && fast.remaining > 0,
+    fastOutcome,
+  );
   for (const proxy of proxies) proxy.pass();
   if ('lock' in fast) await fast.lock.release().catch(() => undefined);
 
   // Grants that arrived too late were handed back (or expire): nothing stays locked.
-  const freed = await pollUntil('the late grants to be released', async () => !(await locks.isLocked('slow')), 3 * TTL).then(
+  const freed = await pollUntil(
+    'the late grants to be released',
+    async () => !(await locks.isLocked('slow')),
+    3 * TTL,
+  ).then(
     () => true,
     () => false,
   );

@@ -43,13 +43,18 @@ export interface PauseOptions {
  * The control run uses a register that accepts stale tokens: the same pauses must then lose updates, which
  * proves the checker catches a violation.
  */
-export async function pausesScenario(backend: ChaosBackendKind, profile: ChaosProfileName, options: PauseOptions): Promise<ScenarioResult> {
+export async function pausesScenario(
+  backend: ChaosBackendKind,
+  profile: ChaosProfileName,
+  options: PauseOptions,
+): Promise<ScenarioResult> {
   const started = performance.now();
   const rounds = options.fenced ? sized(profile, 3, 10) : sized(profile, 2, 4);
   const workers = sized(profile, 4, 8);
   return withScope(async (scope) => {
     const target = await startTarget(backend, scope);
-    if (!target.crossProcess) throw new Error(`${backend} locks live in one process: SIGSTOP would freeze every holder at once`);
+    if (!target.crossProcess)
+      throw new Error(`${backend} locks live in one process: SIGSTOP would freeze every holder at once`);
     const run = await startIncrementRun(scope, {
       backend,
       address: target.address,
@@ -61,7 +66,9 @@ export async function pausesScenario(backend: ChaosBackendKind, profile: ChaosPr
     const faults: InjectedFault[] = [];
     // The control run's pauses are all long: with the register unfenced, a loss must be certain.
     const range = pausesFor(backend);
-    const pauses = options.fenced ? spread(rounds, range.shortest, range.longest) : Array.from({ length: rounds }, () => range.control);
+    const pauses = options.fenced
+      ? spread(rounds, range.shortest, range.longest)
+      : Array.from({ length: rounds }, () => range.control);
     for (const pauseMs of pauses) {
       await sleep(500);
       faults.push(await pauseOneHolder(run, pauseMs));
@@ -71,14 +78,25 @@ export async function pausesScenario(backend: ChaosBackendKind, profile: ChaosPr
     for (const worker of run.workers) worker.send({ type: 'finish' });
     const summaries = await run.done(120_000);
     const report = checkHistory(run.collector.sections, await run.register.client.stats(), faults);
-    const failedAcquires = summaries.reduce((sum, summary) => sum + Object.values(summary.failures).reduce((a, b) => a + b, 0), 0);
+    const failedAcquires = summaries.reduce(
+      (sum, summary) => sum + Object.values(summary.failures).reduce((a, b) => a + b, 0),
+      0,
+    );
 
     const checks = new Checks();
     checks.that('every injected pause hit a section', report.faultedSections === rounds, report.faultedSections);
     if (options.fenced) {
       checks.that('no acknowledged update lost', report.lostUpdates === 0, { lost: report.lostUpdates });
-      checks.that('no grant within a live holder’s validity', report.unsafeOverlaps.length === 0, report.unsafeOverlaps.slice(0, 2));
-      checks.that('fencing tokens strictly increase in grant order', report.tokenOrderViolations === 0, report.tokenOrderViolations);
+      checks.that(
+        'no grant within a live holder’s validity',
+        report.unsafeOverlaps.length === 0,
+        report.unsafeOverlaps.slice(0, 2),
+      );
+      checks.that(
+        'fencing tokens strictly increase in grant order',
+        report.tokenOrderViolations === 0,
+        report.tokenOrderViolations,
+      );
       // The longer pauses certainly outlast the lease plus the next holder's read.
       checks.that('paused holders’ writes were refused by fencing', report.faultedWritesFenced >= 1, report);
       const delays = report.signalDelaysMs;
@@ -87,7 +105,11 @@ export async function pausesScenario(backend: ChaosBackendKind, profile: ChaosPr
         delays.every((delay) => delay !== undefined && delay <= SIGNAL_BOUND_MS),
         delays,
       );
-      checks.that('no acquisition failed', failedAcquires === 0, summaries.map((summary) => summary.failures));
+      checks.that(
+        'no acquisition failed',
+        failedAcquires === 0,
+        summaries.map((summary) => summary.failures),
+      );
     } else {
       checks.that('the unfenced control run loses acknowledged updates (the checker sees it)', report.lostUpdates > 0, {
         lost: report.lostUpdates,

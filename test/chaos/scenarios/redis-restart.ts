@@ -67,13 +67,20 @@ export async function redisRestartScenario(profile: ChaosProfileName): Promise<S
     for (const worker of run.workers) worker.send({ type: 'finish' });
     const summaries = await run.done(120_000);
     const report = checkHistory(run.collector.sections, await run.register.client.stats(), faults);
-    const failedAcquires = summaries.reduce((sum, summary) => sum + Object.values(summary.failures).reduce((a, b) => a + b, 0), 0);
+    const failedAcquires = summaries.reduce(
+      (sum, summary) => sum + Object.values(summary.failures).reduce((a, b) => a + b, 0),
+      0,
+    );
     const noscriptFailures = run.collector.failures.filter((failure) => /NOSCRIPT/.test(failure.message));
     const afterRestarts = run.collector.sections.filter((section) => BigInt(section.acquiredAt) > faults[1].at).length;
 
     const checks = new Checks();
     checks.that('no acknowledged update lost', report.lostUpdates === 0, { lost: report.lostUpdates });
-    checks.that('fencing tokens keep increasing across restarts', report.tokenOrderViolations === 0, report.tokenOrderViolations);
+    checks.that(
+      'fencing tokens keep increasing across restarts',
+      report.tokenOrderViolations === 0,
+      report.tokenOrderViolations,
+    );
     checks.that('locks were granted again after the restarts', afterRestarts > 0, afterRestarts);
     checks.that('no operation failed with NOSCRIPT', noscriptFailures.length === 0, noscriptFailures.slice(0, 2));
     checks.that(

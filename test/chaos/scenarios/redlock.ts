@@ -68,12 +68,16 @@ export async function redlockScenario(profile: ChaosProfileName): Promise<Scenar
       (error: Error) => error,
     );
     const failedAfter = performance.now() - t0;
-    checks.that('a majority down: acquire fails with LockQuorumError within waitTimeout + 5 s', failure.name === 'LockQuorumError' && failedAfter < waitTimeout + 5_000, {
-      error: `${failure.name}: ${failure.message}`,
-      failedAfter,
-    });
+    checks.that(
+      'a majority down: acquire fails with LockQuorumError within waitTimeout + 5 s',
+      failure.name === 'LockQuorumError' && failedAfter < waitTimeout + 5_000,
+      {
+        error: `${failure.name}: ${failure.message}`,
+        failedAfter,
+      },
+    );
     const survivor = adminRedis(masters[2].url);
-    const stray = ((await survivor.keys(`${keyPrefix}:*`))).filter((key) => !key.endsWith(':fence'));
+    const stray = (await survivor.keys(`${keyPrefix}:*`)).filter((key) => !key.endsWith(':fence'));
     await survivor.stop();
     checks.that('no stray lock keys on the surviving master', stray.length === 0, stray);
     return {

@@ -28,7 +28,10 @@ function blockFor(backend: ChaosBackendKind): number {
  * store lives in the blocked process too: nobody else can be granted during the block, the late write goes
  * out before any other holder reads and is harmless, and only the loss report is checked.
  */
-export async function starvationScenario(backend: ChaosBackendKind, profile: ChaosProfileName): Promise<ScenarioResult> {
+export async function starvationScenario(
+  backend: ChaosBackendKind,
+  profile: ChaosProfileName,
+): Promise<ScenarioResult> {
   const started = performance.now();
   const rounds = sized(profile, 2, 5);
   const contenders = 3;
@@ -38,7 +41,14 @@ export async function starvationScenario(backend: ChaosBackendKind, profile: Cha
       backend,
       address: target.address,
       workers: target.crossProcess ? contenders : 1,
-      task: { keys: ['counter'], contenders: target.crossProcess ? 1 : contenders, target: 0, ttl: TTL, waitTimeout: 120_000, sectionMs: 3 },
+      task: {
+        keys: ['counter'],
+        contenders: target.crossProcess ? 1 : contenders,
+        target: 0,
+        ttl: TTL,
+        waitTimeout: 120_000,
+        sectionMs: 3,
+      },
     });
     run.go();
     const faults: InjectedFault[] = [];
@@ -49,12 +59,19 @@ export async function starvationScenario(backend: ChaosBackendKind, profile: Cha
       const at = hrNow();
       worker.send({ type: 'arm', fault: { kind: 'block', ms: blockFor(backend) } });
       faults.push({ kind: 'block', at, worker: worker.id });
-      await pollUntil('the blocked section to be reported', () => run.collector.sections.filter((s) => s.fault === 'block').length > before, 60_000);
+      await pollUntil(
+        'the blocked section to be reported',
+        () => run.collector.sections.filter((s) => s.fault === 'block').length > before,
+        60_000,
+      );
     }
     for (const worker of run.workers) worker.send({ type: 'finish' });
     const summaries = await run.done(120_000);
     const report = checkHistory(run.collector.sections, await run.register.client.stats(), faults);
-    const failedAcquires = summaries.reduce((sum, summary) => sum + Object.values(summary.failures).reduce((a, b) => a + b, 0), 0);
+    const failedAcquires = summaries.reduce(
+      (sum, summary) => sum + Object.values(summary.failures).reduce((a, b) => a + b, 0),
+      0,
+    );
     const blocked = run.collector.sections.filter((section) => section.fault === 'block');
 
     const checks = new Checks();
@@ -65,12 +82,28 @@ export async function starvationScenario(backend: ChaosBackendKind, profile: Cha
       report.signalDelaysMs,
     );
     checks.that('no acknowledged update lost', report.lostUpdates === 0, { lost: report.lostUpdates });
-    checks.that('no grant within a live holder’s validity', report.unsafeOverlaps.length === 0, report.unsafeOverlaps.slice(0, 2));
-    checks.that('fencing tokens strictly increase in grant order', report.tokenOrderViolations === 0, report.tokenOrderViolations);
+    checks.that(
+      'no grant within a live holder’s validity',
+      report.unsafeOverlaps.length === 0,
+      report.unsafeOverlaps.slice(0, 2),
+    );
+    checks.that(
+      'fencing tokens strictly increase in grant order',
+      report.tokenOrderViolations === 0,
+      report.tokenOrderViolations,
+    );
     if (target.crossProcess) {
-      checks.that('the starved holders’ writes were refused by fencing', report.faultedWritesFenced === rounds, report.faultedWritesFenced);
+      checks.that(
+        'the starved holders’ writes were refused by fencing',
+        report.faultedWritesFenced === rounds,
+        report.faultedWritesFenced,
+      );
     }
-    checks.that('no acquisition failed', failedAcquires === 0, summaries.map((summary) => summary.failures));
+    checks.that(
+      'no acquisition failed',
+      failedAcquires === 0,
+      summaries.map((summary) => summary.failures),
+    );
     return {
       scenario: '3 event-loop starvation',
       backend,

@@ -80,13 +80,24 @@ describe('Redis with credentials and TLS', () => {
     redis = await startRedis({
       password: REQUIREPASS,
       extraArgs: [
-        '--tls-port', String(tlsPort),
-        '--tls-cert-file', certificates.certFile,
-        '--tls-key-file', certificates.keyFile,
-        '--tls-ca-cert-file', certificates.caFile,
-        '--tls-auth-clients', 'no',
+        '--tls-port',
+        String(tlsPort),
+        '--tls-cert-file',
+        certificates.certFile,
+        '--tls-key-file',
+        certificates.keyFile,
+        '--tls-ca-cert-file',
+        certificates.caFile,
+        '--tls-auth-clients',
+        'no',
         // An ACL user besides the default user's requirepass.
-        '--user', 'locker', 'on', `>${ACL_PASSWORD}`, '~*', '&*', '+@all',
+        '--user',
+        'locker',
+        'on',
+        `>${ACL_PASSWORD}`,
+        '~*',
+        '&*',
+        '+@all',
       ],
     });
   }, 60_000);
@@ -105,7 +116,12 @@ describe('Redis with credentials and TLS', () => {
   });
 
   it('locks over TLS, verifying the server against the CA', async () => {
-    const locks = service(backend({ url: url(`locker:${ACL_PASSWORD}`, tlsPort, 'rediss'), redisOptions: { tls: { ca: certificates.ca } } }));
+    const locks = service(
+      backend({
+        url: url(`locker:${ACL_PASSWORD}`, tlsPort, 'rediss'),
+        redisOptions: { tls: { ca: certificates.ca } },
+      }),
+    );
     expect(await lockOnce(locks)).toBeGreaterThan(0n);
   });
 
@@ -124,21 +140,35 @@ describe('Redis with credentials and TLS', () => {
   });
 
   it('refuses a TLS server whose certificate its CA did not sign, with a LockBackendError', async () => {
-    const locks = service(backend({ url: url(`locker:${ACL_PASSWORD}`, tlsPort, 'rediss'), redisOptions: { tls: { ca: certificates.otherCa } } }));
+    const locks = service(
+      backend({
+        url: url(`locker:${ACL_PASSWORD}`, tlsPort, 'rediss'),
+        redisOptions: { tls: { ca: certificates.otherCa } },
+      }),
+    );
     expectNoSecret(await failureOf(locks));
   });
 
   it('through DistributedLockModule: the app starts, and its first lock call fails typed, naming no secret', async () => {
     const moduleRef = await Test.createTestingModule({
-      imports: [DistributedLockModule.forRoot({ backend: backend({ url: url(`:${WRONG_PASSWORD}`) }), keyPrefix: 'cred', operationTimeout: 3_000 })],
+      imports: [
+        DistributedLockModule.forRoot({
+          backend: backend({ url: url(`:${WRONG_PASSWORD}`) }),
+          keyPrefix: 'cred',
+          operationTimeout: 3_000,
+        }),
+      ],
     }).compile();
     const app = moduleRef.createNestApplication({ logger: false });
     await app.init();
     try {
-      const error = await app.get(LockService).isLocked('account:1').then(
-        () => new Error('answered with a wrong password'),
-        (rejection: unknown) => rejection as Error,
-      );
+      const error = await app
+        .get(LockService)
+        .isLocked('account:1')
+        .then(
+          () => new Error('answered with a wrong password'),
+          (rejection: unknown) => rejection as Error,
+        );
       expect(error).toBeInstanceOf(LockBackendError);
       expectNoSecret(error);
     } finally {
@@ -174,19 +204,32 @@ describe('etcd with authentication', () => {
   });
 
   it('locks as root, and as a user limited to its namespace', async () => {
-    expect(await lockOnce(service(backend({ hosts: etcd.endpoint, auth: { username: 'root', password: ETCD_ROOT_PASSWORD } })))).toBeGreaterThan(0n);
-    expect(await lockOnce(service(backend({ hosts: etcd.endpoint, auth: { username: 'locker', password: ETCD_LOCKER_PASSWORD } })))).toBeGreaterThan(0n);
+    expect(
+      await lockOnce(
+        service(backend({ hosts: etcd.endpoint, auth: { username: 'root', password: ETCD_ROOT_PASSWORD } })),
+      ),
+    ).toBeGreaterThan(0n);
+    expect(
+      await lockOnce(
+        service(backend({ hosts: etcd.endpoint, auth: { username: 'locker', password: ETCD_LOCKER_PASSWORD } })),
+      ),
+    ).toBeGreaterThan(0n);
   });
 
   it('a user outside its namespace gets a LockBackendError saying permission denied', async () => {
-    const locks = service(backend({ hosts: etcd.endpoint, auth: { username: 'locker', password: ETCD_LOCKER_PASSWORD } }), 'elsewhere');
+    const locks = service(
+      backend({ hosts: etcd.endpoint, auth: { username: 'locker', password: ETCD_LOCKER_PASSWORD } }),
+      'elsewhere',
+    );
     const error = await failureOf(locks);
     expect(error.message).toMatch(/permission denied/i);
     expectNoSecret(error);
   });
 
   it('with a wrong password, the first call fails with a LockBackendError that names no secret', async () => {
-    const error = await failureOf(service(backend({ hosts: etcd.endpoint, auth: { username: 'locker', password: WRONG_PASSWORD } })));
+    const error = await failureOf(
+      service(backend({ hosts: etcd.endpoint, auth: { username: 'locker', password: WRONG_PASSWORD } })),
+    );
     expect(error.message).toMatch(/authentication failed/i);
     expectNoSecret(error);
   });
@@ -211,11 +254,15 @@ describe('etcd over TLS', () => {
   });
 
   it('locks, verifying the server against the CA', async () => {
-    const locks = service(new EtcdLockBackend({ hosts: etcd.endpoint, credentials: { rootCertificate: certificates.ca } }));
+    const locks = service(
+      new EtcdLockBackend({ hosts: etcd.endpoint, credentials: { rootCertificate: certificates.ca } }),
+    );
     expect(await lockOnce(locks)).toBeGreaterThan(0n);
   });
 
   it('refuses a server whose certificate its CA did not sign, with a LockBackendError', async () => {
-    await failureOf(service(new EtcdLockBackend({ hosts: etcd.endpoint, credentials: { rootCertificate: certificates.otherCa } })));
+    await failureOf(
+      service(new EtcdLockBackend({ hosts: etcd.endpoint, credentials: { rootCertificate: certificates.otherCa } })),
+    );
   });
 });

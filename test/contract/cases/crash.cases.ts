@@ -34,7 +34,12 @@ export function crashCases(ctx: ContractContext): void {
   } else {
     it(`an abandoned lock (holder gone without release; in-process for memory) frees within its ttl (${HOLDER_TTL} ms)`, async () => {
       const abandoned = ctx.connect().backend;
-      const grant = await abandoned.tryAcquire({ namespace: ctx.ns, key: 'crash', token: randomUUID(), ttl: HOLDER_TTL });
+      const grant = await abandoned.tryAcquire({
+        namespace: ctx.ns,
+        key: 'crash',
+        token: randomUUID(),
+        ttl: HOLDER_TTL,
+      });
       expect(grant).not.toBeNull();
       const abandonedAt = performance.now();
 

@@ -6,7 +6,10 @@ export function fencingCases(ctx: ContractContext): void {
     const tokens: bigint[] = [];
     for (let round = 0; round < 6; round++) {
       const locks = services[round % services.length];
-      const lock = round % 2 === 0 ? await locks.acquire('fenced', { ttl: 10_000 }) : await locks.tryAcquire('fenced', { ttl: 10_000 });
+      const lock =
+        round % 2 === 0
+          ? await locks.acquire('fenced', { ttl: 10_000 })
+          : await locks.tryAcquire('fenced', { ttl: 10_000 });
       expect(lock).not.toBeNull();
       expect(typeof lock!.fencingToken).toBe('bigint');
       tokens.push(lock!.fencingToken);

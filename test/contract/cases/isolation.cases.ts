@@ -1,7 +1,21 @@
 import type { ContractContext } from '../contract-context';
 
 /** Keys that are prefixes of one another, contain separators, braces or the escape character. */
-const NEIGHBOUR_KEYS = ['user/1', 'user', 'user1', 'user/', 'user:1', '{a}', 'a', '{a', 'a}', '%7Ba%7D', '*', 'a*', '?'];
+const NEIGHBOUR_KEYS = [
+  'user/1',
+  'user',
+  'user1',
+  'user/',
+  'user:1',
+  '{a}',
+  'a',
+  '{a',
+  'a}',
+  '%7Ba%7D',
+  '*',
+  'a*',
+  '?',
+];
 
 export function isolationCases(ctx: ContractContext): void {
   it('the same key under two keyPrefixes is two locks', async () => {

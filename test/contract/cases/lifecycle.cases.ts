@@ -14,7 +14,8 @@ export function lifecycleCases(ctx: ContractContext): void {
     });
     await worker.message('done', 45_000);
     const exited = await worker.exitsWithin(10_000);
-    if (!exited) throw new Error(`the worker was still running 10 s after closing everything. Output:\n${worker.output}`);
+    if (!exited)
+      throw new Error(`the worker was still running 10 s after closing everything. Output:\n${worker.output}`);
     expect((await worker.exited).code).toBe(0);
   });
 }

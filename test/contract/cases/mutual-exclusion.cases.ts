@@ -10,7 +10,9 @@ const ITERATIONS = 25;
 const PAUSE_MS = 3;
 
 export function mutualExclusionCases(ctx: ContractContext): void {
-  const where = ctx.factory.crossProcess ? `${CONTENDERS} OS processes` : `${CONTENDERS} async loops in one process (memory is in-process only)`;
+  const where = ctx.factory.crossProcess
+    ? `${CONTENDERS} OS processes`
+    : `${CONTENDERS} async loops in one process (memory is in-process only)`;
 
   it(`${where} x ${ITERATIONS} read-modify-writes never overlap, and fencing tokens follow the order of the critical sections`, async () => {
     const counterFile = join(ctx.tempDir(), 'counter');
@@ -27,7 +29,9 @@ export function mutualExclusionCases(ctx: ContractContext): void {
         throw new Error(`critical sections overlap: ${JSON.stringify(previous)} and ${JSON.stringify(current)}`);
       }
       if (BigInt(previous.fencingToken) >= BigInt(current.fencingToken)) {
-        throw new Error(`fencing token did not increase from ${JSON.stringify(previous)} to ${JSON.stringify(current)}`);
+        throw new Error(
+          `fencing token did not increase from ${JSON.stringify(previous)} to ${JSON.stringify(current)}`,
+        );
       }
     }
     // Each holder read what the previous one wrote: no lost update.

@@ -48,7 +48,10 @@ export function validationCases(ctx: ContractContext): void {
   it(`rejects bad keys with InvalidLockKeyError naming the key, before any call to ${target}`, async () => {
     const { locks, recording } = await guardedService();
     for (const [label, key] of BAD_KEYS) {
-      for (const [operation, call] of [...OPERATIONS, ['isLocked', (service: LockService, k: string) => service.isLocked(k)] as const]) {
+      for (const [operation, call] of [
+        ...OPERATIONS,
+        ['isLocked', (service: LockService, k: string) => service.isLocked(k)] as const,
+      ]) {
         const error = await call(locks, key as string, { ttl: 1_000 }).then(
           () => new Error(`${operation} accepted a key that is ${label}`),
           (rejection: unknown) => rejection,

@@ -7,7 +7,7 @@ import type { ContractContext } from '../contract-context';
 const LONG_TTL = 20_000;
 
 export function waitingCases(ctx: ContractContext): void {
-  it('a waiter is woken when the holder releases, long before the holder\'s ttl would have run out', async () => {
+  it("a waiter is woken when the holder releases, long before the holder's ttl would have run out", async () => {
     const holder = ctx.service();
     const waiter = ctx.service();
     const held = await holder.acquire('wake', { ttl: LONG_TTL });

@@ -3,7 +3,7 @@ import { sleep, within } from '../../support/time';
 import type { ContractContext } from '../contract-context';
 
 export function watchdogCases(ctx: ContractContext): void {
-  it('the watchdog keeps an idle holder\'s lock for 3 ttls; renewals$ completes on release and the contender then gets it', async () => {
+  it("the watchdog keeps an idle holder's lock for 3 ttls; renewals$ completes on release and the contender then gets it", async () => {
     const locks = ctx.service();
     const contender = ctx.service();
     const lock = await locks.acquire('dog', { ttl: ctx.ttl });

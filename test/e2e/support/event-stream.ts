@@ -13,7 +13,12 @@ export class EventStream {
   readonly events: StreamEvent[] = [];
   readonly ended: Promise<void>;
   private buffer = '';
-  private readonly waiters: { type: string; from: number; resolve(event: StreamEvent): void; reject(error: Error): void }[] = [];
+  private readonly waiters: {
+    type: string;
+    from: number;
+    resolve(event: StreamEvent): void;
+    reject(error: Error): void;
+  }[] = [];
   private finished = false;
 
   private constructor(
@@ -25,7 +30,8 @@ export class EventStream {
     this.ended = new Promise((resolve) => {
       const end = () => {
         this.finished = true;
-        for (const waiter of this.waiters.splice(0)) waiter.reject(new Error(`stream ended before a "${waiter.type}" event`));
+        for (const waiter of this.waiters.splice(0))
+          waiter.reject(new Error(`stream ended before a "${waiter.type}" event`));
         resolve();
       };
       response.once('end', end);

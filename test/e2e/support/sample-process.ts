@@ -22,7 +22,11 @@ export interface SampleProcess {
  * Starts `sample/main.ts` under the TypeScript register hook with the given environment (LOCK_BACKEND,
  * REDIS_URL / ETCD_HOSTS, FILES_DIR, ...) on a free port, and resolves once it listens.
  */
-export async function startSample(name: string, env: Record<string, string>, startupMs = 90_000): Promise<SampleProcess> {
+export async function startSample(
+  name: string,
+  env: Record<string, string>,
+  startupMs = 90_000,
+): Promise<SampleProcess> {
   const child = spawn(process.execPath, ['--require', TS_REGISTER, MAIN], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', NO_COLOR: '1', SNAPSHOT_INTERVAL_MS: '0', ...env },

@@ -27,7 +27,9 @@ export function lossCases(ctx: ContractContext): void {
       const ended = outcome(lastValueFrom(lock.renewals$, { defaultValue: undefined }));
 
       expect(await recording.inner.release(recording.granted(lock.token))).toBe(true);
-      const next = await ctx.service().acquire('lost', { ...kind.successor, ttl: ctx.ttl, waitTimeout: ctx.ttl + MARGIN });
+      const next = await ctx
+        .service()
+        .acquire('lost', { ...kind.successor, ttl: ctx.ttl, waitTimeout: ctx.ttl + MARGIN });
 
       const { error } = await within(ended, ctx.ttl + MARGIN, `renewals$ of the ${kind.name} erroring`);
       expect(error).toBeInstanceOf(LockLostError);

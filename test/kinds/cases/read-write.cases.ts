@@ -9,7 +9,9 @@ const LONG_WAIT = 20_000;
 export function readWriteCases(ctx: ContractContext): void {
   it(`lets ${READERS} readers on separate connections hold at once (their held intervals overlap)`, async () => {
     const services = Array.from({ length: READERS }, () => ctx.service());
-    const readers = await Promise.all(services.map((locks) => locks.acquire('doc', { mode: 'read', ttl: ctx.ttl, waitTimeout: LONG_WAIT })));
+    const readers = await Promise.all(
+      services.map((locks) => locks.acquire('doc', { mode: 'read', ttl: ctx.ttl, waitTimeout: LONG_WAIT })),
+    );
     // Nobody released before all were granted: had any reader excluded another, this would have timed out.
     expect(readers.every((reader) => reader.isHeld && reader.mode === 'read')).toBe(true);
     expect(await services[0].isLocked('doc')).toBe(true);
@@ -19,9 +21,14 @@ export function readWriteCases(ctx: ContractContext): void {
 
   it('keeps writers out while readers hold, and readers and writers out while a writer holds', async () => {
     const [a, b, c] = [ctx.service(), ctx.service(), ctx.service()];
-    const readers = [await a.acquire('doc', { mode: 'read', ttl: ctx.ttl }), await b.acquire('doc', { mode: 'read', ttl: ctx.ttl })];
+    const readers = [
+      await a.acquire('doc', { mode: 'read', ttl: ctx.ttl }),
+      await b.acquire('doc', { mode: 'read', ttl: ctx.ttl }),
+    ];
     expect(await c.tryAcquire('doc', { mode: 'write', ttl: ctx.ttl })).toBeNull();
-    await expect(c.acquire('doc', { mode: 'write', ttl: ctx.ttl, waitTimeout: BRIEF_WAIT })).rejects.toBeInstanceOf(LockTimeoutError);
+    await expect(c.acquire('doc', { mode: 'write', ttl: ctx.ttl, waitTimeout: BRIEF_WAIT })).rejects.toBeInstanceOf(
+      LockTimeoutError,
+    );
 
     const writing = c.acquire('doc', { mode: 'write', ttl: ctx.ttl, waitTimeout: LONG_WAIT });
     await Promise.all(readers.map((reader) => reader.release()));
@@ -29,8 +36,12 @@ export function readWriteCases(ctx: ContractContext): void {
     expect(writer.isHeld).toBe(true);
     expect(await a.tryAcquire('doc', { mode: 'read', ttl: ctx.ttl })).toBeNull();
     expect(await a.tryAcquire('doc', { mode: 'write', ttl: ctx.ttl })).toBeNull();
-    await expect(b.acquire('doc', { mode: 'read', ttl: ctx.ttl, waitTimeout: BRIEF_WAIT })).rejects.toBeInstanceOf(LockTimeoutError);
-    await expect(b.acquire('doc', { mode: 'write', ttl: ctx.ttl, waitTimeout: BRIEF_WAIT })).rejects.toBeInstanceOf(LockTimeoutError);
+    await expect(b.acquire('doc', { mode: 'read', ttl: ctx.ttl, waitTimeout: BRIEF_WAIT })).rejects.toBeInstanceOf(
+      LockTimeoutError,
+    );
+    await expect(b.acquire('doc', { mode: 'write', ttl: ctx.ttl, waitTimeout: BRIEF_WAIT })).rejects.toBeInstanceOf(
+      LockTimeoutError,
+    );
 
     const reading = a.acquire('doc', { mode: 'read', ttl: ctx.ttl, waitTimeout: LONG_WAIT });
     await writer.release();

@@ -34,7 +34,9 @@ export function semaphoreCases(ctx: ContractContext): void {
 
   it('hands a released permit to a waiter, and a full semaphore times a waiter out', async () => {
     const services = [ctx.service(), ctx.service(), ctx.service()];
-    const held = await Promise.all(services.slice(0, 2).map((locks) => locks.acquire('pool', { permits: 2, ttl: ctx.ttl })));
+    const held = await Promise.all(
+      services.slice(0, 2).map((locks) => locks.acquire('pool', { permits: 2, ttl: ctx.ttl })),
+    );
     await expect(services[2].acquire('pool', { permits: 2, ttl: ctx.ttl, waitTimeout: 300 })).rejects.toThrow(/pool/);
     const waiting = services[2].acquire('pool', { permits: 2, ttl: ctx.ttl, waitTimeout: WAIT });
     await held[1].release();

@@ -2,7 +2,11 @@
  * Re-checks `probe` until it returns a value (not undefined) or `timeout` passes. For states that no event
  * announces, such as a waiter having joined a backend's queue.
  */
-export async function eventually<T>(probe: () => Promise<T | undefined> | T | undefined, timeout = 10_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeout = 10_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeout;
   for (;;) {
     const value = await probe();

@@ -1,4 +1,10 @@
-import type { AcquireRequest, BackendInspection, HeldLock, LockBackend, LockGrant } from '../../../lib/backends/lock-backend.interface';
+import type {
+  AcquireRequest,
+  BackendInspection,
+  HeldLock,
+  LockBackend,
+  LockGrant,
+} from '../../../lib/backends/lock-backend.interface';
 import { MemoryLockBackend } from '../../../lib/backends/memory/memory-lock.backend';
 
 /**

@@ -33,7 +33,10 @@ export class MetricsHarness {
 }
 
 /** The data point of `metric` whose attributes include `attributes`. */
-export function pointWith<T>(metric: MetricData | undefined, attributes: Record<string, string>): DataPoint<T> | undefined {
+export function pointWith<T>(
+  metric: MetricData | undefined,
+  attributes: Record<string, string>,
+): DataPoint<T> | undefined {
   if (!metric) return undefined;
   const points = metric.dataPoints as DataPoint<T>[];
   return points.find((point) => Object.entries(attributes).every(([name, value]) => point.attributes[name] === value));
@@ -43,7 +46,11 @@ export function counterValue(metric: MetricData | undefined, attributes: Record<
   return pointWith<number>(metric, attributes)?.value ?? 0;
 }
 
-export function histogramPoint(metric: MetricData | undefined, attributes: Record<string, string>): Histogram | undefined {
-  if (metric && metric.dataPointType !== DataPointType.HISTOGRAM) throw new Error(`${metric.descriptor.name} is not a histogram`);
+export function histogramPoint(
+  metric: MetricData | undefined,
+  attributes: Record<string, string>,
+): Histogram | undefined {
+  if (metric && metric.dataPointType !== DataPointType.HISTOGRAM)
+    throw new Error(`${metric.descriptor.name} is not a histogram`);
   return pointWith<Histogram>(metric, attributes)?.value;
 }

@@ -1,6 +1,12 @@
 import { raceAbort, timeoutSignal } from '../../shared/abort';
 import { describeClient, type IoRedisLockClient, type RedisConnection } from '../redis-client';
-import { normaliseReply, type RedisPort, type ScriptArgument, type ShaCall, type SubscriberConnection } from './redis-port';
+import {
+  normaliseReply,
+  type RedisPort,
+  type ScriptArgument,
+  type ShaCall,
+  type SubscriberConnection,
+} from './redis-port';
 
 /**
  * The port over an ioredis `Redis` or `Cluster`. ioredis takes EVALSHA as (sha, numkeys, ...keys, ...args) and

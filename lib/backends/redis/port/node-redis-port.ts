@@ -1,6 +1,12 @@
 import { raceAbort, timeoutSignal } from '../../shared/abort';
 import { describeAddress, type NodeRedisLockClient } from '../redis-client';
-import { normaliseReply, type RedisPort, type ScriptArgument, type ShaCall, type SubscriberConnection } from './redis-port';
+import {
+  normaliseReply,
+  type RedisPort,
+  type ScriptArgument,
+  type ShaCall,
+  type SubscriberConnection,
+} from './redis-port';
 
 /** What we use of node-redis beyond the public NodeRedisLockClient type (the app never needs to know it). */
 interface NodeRedisConnection {
@@ -64,7 +70,10 @@ export class NodeRedisPort implements RedisPort {
       calls.map(({ sha1, keys, args }) =>
         this.evalsha(sha1, keys, args).then(
           (reply): [Error | null, unknown] => [null, reply],
-          (error: unknown): [Error | null, unknown] => [error instanceof Error ? error : new Error(String(error)), null],
+          (error: unknown): [Error | null, unknown] => [
+            error instanceof Error ? error : new Error(String(error)),
+            null,
+          ],
         ),
       ),
     );
@@ -105,7 +114,12 @@ export class NodeRedisPort implements RedisPort {
   }
 }
 
-function scriptCommand(command: string, script: string, keys: readonly string[], args: readonly ScriptArgument[]): string[] {
+function scriptCommand(
+  command: string,
+  script: string,
+  keys: readonly string[],
+  args: readonly ScriptArgument[],
+): string[] {
   const sent = new Array<string>(3 + keys.length + args.length);
   sent[0] = command;
   sent[1] = script;

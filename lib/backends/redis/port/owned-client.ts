@@ -27,17 +27,26 @@ export function createOwnedPort(
   const clientPackage = options.clientPackage ?? defaultClientPackage();
   if (clientPackage === 'redis') return createNodeRedis(options, onError);
   if (clientPackage !== 'ioredis') {
-    throw new TypeError(`RedisLockBackend: clientPackage must be 'ioredis' or 'redis', got ${JSON.stringify(clientPackage)}.`);
+    throw new TypeError(
+      `RedisLockBackend: clientPackage must be 'ioredis' or 'redis', got ${JSON.stringify(clientPackage)}.`,
+    );
   }
   const { Redis } = loadOptionalPackage<typeof import('ioredis')>('ioredis', FEATURE);
-  const created = options.url !== undefined ? new Redis(options.url, options.redisOptions ?? {}) : new Redis(options.redisOptions!);
+  const created =
+    options.url !== undefined ? new Redis(options.url, options.redisOptions ?? {}) : new Redis(options.redisOptions!);
   created.on('error', onError);
   const client = created as unknown as IoRedisLockClient;
   return { port: new IoRedisPort(client), close: () => closeConnection(created) };
 }
 
 interface NodeRedisPackage {
-  createClient(this: void, options: object): NodeRedisLockClient & { connect(): Promise<unknown>; on(event: string, listener: (error: Error) => void): unknown };
+  createClient(
+    this: void,
+    options: object,
+  ): NodeRedisLockClient & {
+    connect(): Promise<unknown>;
+    on(event: string, listener: (error: Error) => void): unknown;
+  };
 }
 
 /**
@@ -51,7 +60,11 @@ function createNodeRedis(
 ): { port: RedisPort; close: () => Promise<void> } {
   const { createClient } = loadOptionalPackage<NodeRedisPackage>('redis', FEATURE);
   const { host, port, path, db, ...rest } = options.redisOptions ?? {};
-  const socket = { ...(host !== undefined && { host }), ...(port !== undefined && { port }), ...(path !== undefined && { path }) };
+  const socket = {
+    ...(host !== undefined && { host }),
+    ...(port !== undefined && { port }),
+    ...(path !== undefined && { path }),
+  };
   const client = createClient({
     ...rest,
     ...(options.url !== undefined && { url: options.url }),

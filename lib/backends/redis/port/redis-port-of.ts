@@ -12,9 +12,13 @@ export function redisPortOf(client: RedisLockClient, owner: string): RedisPort {
   if (isNodeRedisClient(client)) return new NodeRedisPort(client);
   const candidate = client as unknown as Record<string, unknown>;
   if (candidate && typeof candidate.sendCommand === 'function' && typeof candidate.getSlotMaster === 'function') {
-    throw new TypeError(`${owner}: a node-redis cluster (createCluster) is not supported yet; pass an ioredis Cluster, or a node-redis client per master.`);
+    throw new TypeError(
+      `${owner}: a node-redis cluster (createCluster) is not supported yet; pass an ioredis Cluster, or a node-redis client per master.`,
+    );
   }
-  throw new TypeError(`${owner}: \`client\` must be an ioredis Redis or Cluster, or a node-redis client (createClient()).`);
+  throw new TypeError(
+    `${owner}: \`client\` must be an ioredis Redis or Cluster, or a node-redis client (createClient()).`,
+  );
 }
 
 function isIoRedis(client: RedisLockClient): client is IoRedisLockClient {
@@ -23,5 +27,9 @@ function isIoRedis(client: RedisLockClient): client is IoRedisLockClient {
 
 function isNodeRedisClient(client: RedisLockClient): client is NodeRedisLockClient {
   const candidate = client as Partial<NodeRedisLockClient>;
-  return typeof candidate.sendCommand === 'function' && typeof candidate.isOpen === 'boolean' && typeof candidate.duplicate === 'function';
+  return (
+    typeof candidate.sendCommand === 'function' &&
+    typeof candidate.isOpen === 'boolean' &&
+    typeof candidate.duplicate === 'function'
+  );
 }

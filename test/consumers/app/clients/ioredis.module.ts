@@ -10,7 +10,9 @@ export const REDIS_CLIENT = Symbol('REDIS_CLIENT');
 
 /** The app's own ioredis client; the lock backend borrows it and never closes it, so the app does. */
 @Module({
-  providers: [{ provide: REDIS_CLIENT, useFactory: () => new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') }],
+  providers: [
+    { provide: REDIS_CLIENT, useFactory: () => new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') },
+  ],
   exports: [REDIS_CLIENT],
 })
 export class RedisModule implements OnApplicationShutdown {

@@ -46,12 +46,19 @@ describe('nest-distributed-lock installed from its tarball', () => {
         const reply = await put(urls[index % 2], id, 60);
         assert.equal(reply.status, 200, JSON.stringify(reply.body));
         assert.equal(reply.body.lock.key, `file:${id}`);
-        assert.match(reply.body.lock.fencingToken, /^\d+$/, 'the handle serialises its fencing token as a decimal string');
+        assert.match(
+          reply.body.lock.fencingToken,
+          /^\d+$/,
+          'the handle serialises its fencing token as a decimal string',
+        );
         assert.match(reply.body.storeFencingToken, /^\d+$/);
         finished.push({ token: BigInt(reply.body.lock.fencingToken), overlapped: reply.body.overlapped });
       }),
     );
-    assert.deepEqual(finished.map((entry) => entry.overlapped), [false, false, false, false, false, false]);
+    assert.deepEqual(
+      finished.map((entry) => entry.overlapped),
+      [false, false, false, false, false, false],
+    );
     for (let index = 1; index < finished.length; index++) {
       assert.ok(finished[index].token > finished[index - 1].token, 'grants in completion order carry rising tokens');
     }
