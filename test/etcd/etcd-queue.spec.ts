@@ -201,19 +201,16 @@ describe('EtcdLockBackend queue', () => {
   });
 
   it('re-reads and re-watches when its watch start revision was already compacted', async () => {
-    // Compact right after the waiter's read (its put's txn reads its predecessor), before its watch starts: the
-    // server cancels that watch.
+    // Compact right after the waiter's read, before its watch starts: the server cancels that watch.
     const etcd = (
       backend as unknown as {
         etcd: {
-          enqueue: (...args: unknown[]) => Promise<{ blocker?: unknown }>;
           inspect: (...args: unknown[]) => Promise<{ revision?: bigint }>;
           watchDeletion: (...args: unknown[]) => { fired: Promise<string> };
         };
       }
     ).etcd;
     const inspect = etcd.inspect;
-    const enqueue = etcd.enqueue;
     const watchDeletion = etcd.watchDeletion;
     const wakeReasons: string[] = [];
     etcd.watchDeletion = (...args: unknown[]) => {
@@ -231,11 +228,7 @@ describe('EtcdLockBackend queue', () => {
       const now = (await admin.kv.range({ key: Buffer.from('noise/compaction') })).header.revision;
       await admin.kv.compact({ revision: now, physical: true });
     };
-    etcd.enqueue = async (...args: unknown[]) => {
-      const queued = await enqueue.apply(etcd, args);
-      if (queued.blocker !== undefined) await compactOnce();
-      return queued;
-    };
+    // Between the waiter's read and its watch: the watch then starts below the compaction revision.
     etcd.inspect = async (...args: unknown[]) => {
       const seen = await inspect.apply(etcd, args);
       if (seen.revision !== undefined) await compactOnce();
@@ -258,7 +251,6 @@ describe('EtcdLockBackend queue', () => {
       expect(wakeReasons).toEqual(['recheck', 'deleted']);
       await backend.release(held(request, grant));
     } finally {
-      etcd.enqueue = enqueue;
       etcd.inspect = inspect;
       etcd.watchDeletion = watchDeletion;
     }
