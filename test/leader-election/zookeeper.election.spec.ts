@@ -1,17 +1,13 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
-import { promisify } from 'node:util';
+import { join } from 'node:path';
 import { filter, firstValueFrom } from 'rxjs';
 import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper-lock.backend';
 import { lockPath } from '../../lib/backends/zookeeper/zookeeper-node-layout';
 import { LockLostError } from '../../lib/errors';
 import type { LeadershipEvent } from '../../lib/leader-election/leadership';
 import {
+  compileCuratorProgram,
+  type CuratorProgram,
   findJava,
-  JAVA_LIBRARY_DIR,
-  requireJar,
   startZooKeeper,
   TestZooKeeperServer,
 } from '../support/zookeeper-server';
@@ -20,16 +16,6 @@ import { AdminClient } from '../zookeeper/zookeeper-spec-helpers';
 import { electionContract, instanceOn, leaderWhere, track, uniqueName } from './election-contract';
 
 const TTL = 2_000;
-/** Curator 5.4 and ZooKeeper 3.8 from Debian, as test/zookeeper/zookeeper-curator.spec.ts uses them. */
-const CURATOR_JARS = [
-  'curator-recipes.jar',
-  'curator-framework.jar',
-  'curator-client.jar',
-  'zookeeper.jar',
-  'zookeeper-jute.jar',
-  'guava.jar',
-  'slf4j-api.jar',
-];
 const JAVA_TIMEOUT = 60_000;
 const LATCH_NODE = /^_c_[0-9a-f-]{36}-latch-\d{10}$/;
 
@@ -54,14 +40,13 @@ electionContract('zookeeper', async () => ({
 
 describe("ZooKeeper elections interoperate with Curator's LeaderLatch", () => {
   let admin: AdminClient;
-  let classes: string;
-  let classpath: string;
+  let program: CuratorProgram | undefined;
 
   const latch = (name: string, id: string) =>
     LineProcess.spawn(findJava(), [
       '-XX:TieredStopAtLevel=1',
       '-cp',
-      classpath,
+      program!.classpath,
       'CuratorLeaderLatch',
       server.connectionString,
       lockPath('elections', name),
@@ -69,22 +54,13 @@ describe("ZooKeeper elections interoperate with Curator's LeaderLatch", () => {
     ]);
 
   beforeAll(async () => {
-    const jars = CURATOR_JARS.map((jar) => requireJar(join(JAVA_LIBRARY_DIR, jar)));
-    classes = mkdtempSync(join(tmpdir(), 'ndl-latch-'));
-    await promisify(execFile)(findJava('javac'), [
-      '-d',
-      classes,
-      '-cp',
-      jars.join(delimiter),
-      join(__dirname, 'java', 'CuratorLeaderLatch.java'),
-    ]);
-    classpath = [classes, ...jars, join(JAVA_LIBRARY_DIR, 'slf4j-nop.jar')].join(delimiter);
+    program = await compileCuratorProgram(join(__dirname, 'java', 'CuratorLeaderLatch.java'));
     admin = await AdminClient.connect(server.connectionString);
   }, 90_000);
   afterEach(() => killAllLineProcesses());
   afterAll(() => {
     admin?.close();
-    if (classes) rmSync(classes, { recursive: true, force: true });
+    program?.dispose();
   });
 
   it('Curator leads: we wait and see its id; after it closes the latch we lead with a larger term', async () => {

@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
 import { accessSync, constants, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { promisify } from 'node:util';
 import { createClient } from 'node-zookeeper-client';
 import { containSocketHandlerErrors } from '../../lib/backends/zookeeper/owned-client';
 import { freeTestPort } from './free-port';
@@ -235,4 +237,38 @@ function recordForReaping(serverPid: number, port: number): void {
 
 function forgetForReaping(serverPid: number): void {
   rmSync(pidFile(serverPid), { force: true });
+}
+
+/** Curator 5.4 and ZooKeeper 3.8 from Debian; their manifests name the rest (guava, netty, jute). */
+const CURATOR_JARS = [
+  'curator-recipes.jar',
+  'curator-framework.jar',
+  'curator-client.jar',
+  'zookeeper.jar',
+  'zookeeper-jute.jar',
+  'guava.jar',
+  'slf4j-api.jar',
+];
+
+/** A Java program compiled against Debian's Curator jars, and the classpath that runs it. */
+export interface CuratorProgram {
+  readonly classpath: string;
+  /** Deletes the compiled classes. */
+  dispose(): void;
+}
+
+/** Compiles `source` (a .java file) against Curator; slf4j-nop keeps Curator quiet, so its own lines are the protocol. */
+export async function compileCuratorProgram(source: string): Promise<CuratorProgram> {
+  const jars = CURATOR_JARS.map((jar) => requireJar(join(JAVA_LIBRARY_DIR, jar)));
+  const classes = mkdtempSync(join(tmpdir(), 'ndl-curator-'));
+  try {
+    await promisify(execFile)(findJava('javac'), ['-d', classes, '-cp', jars.join(delimiter), source]);
+  } catch (error) {
+    rmSync(classes, { recursive: true, force: true });
+    throw error;
+  }
+  return {
+    classpath: [classes, ...jars, join(JAVA_LIBRARY_DIR, 'slf4j-nop.jar')].join(delimiter),
+    dispose: () => rmSync(classes, { recursive: true, force: true }),
+  };
 }

@@ -1,31 +1,17 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
-import { promisify } from 'node:util';
+import { join } from 'node:path';
 import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper-lock.backend';
 import { lockPath } from '../../lib/backends/zookeeper/zookeeper-node-layout';
 import { LockService } from '../../lib/lock.service';
 import {
+  compileCuratorProgram,
+  type CuratorProgram,
   findJava,
-  JAVA_LIBRARY_DIR,
-  requireJar,
   startZooKeeper,
   TestZooKeeperServer,
 } from '../support/zookeeper-server';
 import { LineProcess, killAllLineProcesses } from './line-process';
 import { AdminClient, queued, track } from './zookeeper-spec-helpers';
 
-/** Curator 5.4 and ZooKeeper 3.8 from Debian, as in zookeeper-curator.spec. */
-const CURATOR_JARS = [
-  'curator-recipes.jar',
-  'curator-framework.jar',
-  'curator-client.jar',
-  'zookeeper.jar',
-  'zookeeper-jute.jar',
-  'guava.jar',
-  'slf4j-api.jar',
-];
 /** JVM start-up and Curator's connect take a few seconds on a busy two-core machine. */
 const JAVA_TIMEOUT = 60_000;
 const CURATOR_WRITE_NODE = /^_c_[0-9a-f-]{36}-__WRIT__\d{10}$/;
@@ -36,15 +22,14 @@ describe("Interop with Apache Curator's InterProcessReadWriteLock", () => {
   let admin: AdminClient;
   let backend: ZooKeeperLockBackend;
   let locks: LockService;
-  let classes: string;
-  let classpath: string;
+  let program: CuratorProgram | undefined;
 
   /** A Java process taking Curator's read or write lock at `/curator-rw/<key>`, waiting up to `timeoutMs`. */
   const curator = (key: string, mode: 'read' | 'write', timeoutMs: number) =>
     LineProcess.spawn(findJava(), [
       '-XX:TieredStopAtLevel=1',
       '-cp',
-      classpath,
+      program!.classpath,
       'CuratorRwLockHolder',
       server.connectionString,
       lockPath('curator-rw', key),
@@ -53,20 +38,12 @@ describe("Interop with Apache Curator's InterProcessReadWriteLock", () => {
     ]);
 
   beforeAll(async () => {
-    const jars = CURATOR_JARS.map((jar) => requireJar(join(JAVA_LIBRARY_DIR, jar)));
-    classes = mkdtempSync(join(tmpdir(), 'ndl-curator-rw-'));
-    const [zookeeper] = await Promise.all([
+    const [zookeeper, compiled] = await Promise.all([
       startZooKeeper(),
-      promisify(execFile)(findJava('javac'), [
-        '-d',
-        classes,
-        '-cp',
-        jars.join(delimiter),
-        join(__dirname, 'java', 'CuratorRwLockHolder.java'),
-      ]),
+      compileCuratorProgram(join(__dirname, 'java', 'CuratorRwLockHolder.java')),
     ]);
     server = zookeeper;
-    classpath = [classes, ...jars, join(JAVA_LIBRARY_DIR, 'slf4j-nop.jar')].join(delimiter);
+    program = compiled;
     admin = await AdminClient.connect(server.connectionString);
     backend = new ZooKeeperLockBackend({ connectionString: server.connectionString, sessionTimeout: 10_000 });
     locks = new LockService(backend, { keyPrefix: 'curator-rw' });
@@ -80,7 +57,7 @@ describe("Interop with Apache Curator's InterProcessReadWriteLock", () => {
     await locks?.close();
     admin?.close();
     await server?.stop();
-    if (classes) rmSync(classes, { recursive: true, force: true });
+    program?.dispose();
   });
 
   it('a Java writer blocks a Node reader, which gets the lock once Java releases; a Java reader shares it with Node', async () => {

@@ -1,31 +1,17 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
-import { promisify } from 'node:util';
+import { join } from 'node:path';
 import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper-lock.backend';
 import { lockPath } from '../../lib/backends/zookeeper/zookeeper-node-layout';
 import { LockService } from '../../lib/lock.service';
 import {
+  compileCuratorProgram,
+  type CuratorProgram,
   findJava,
-  JAVA_LIBRARY_DIR,
-  requireJar,
   startZooKeeper,
   TestZooKeeperServer,
 } from '../support/zookeeper-server';
 import { LineProcess, killAllLineProcesses } from './line-process';
 import { AdminClient, eventually, track } from './zookeeper-spec-helpers';
 
-/** Curator 5.4 and ZooKeeper 3.8 from Debian, as in zookeeper-curator.spec. */
-const CURATOR_JARS = [
-  'curator-recipes.jar',
-  'curator-framework.jar',
-  'curator-client.jar',
-  'zookeeper.jar',
-  'zookeeper-jute.jar',
-  'guava.jar',
-  'slf4j-api.jar',
-];
 /** JVM start-up and Curator's connect take a few seconds on a busy two-core machine. */
 const JAVA_TIMEOUT = 60_000;
 const NAMESPACE = 'curator-sem';
@@ -37,15 +23,14 @@ describe("Interop with Apache Curator's InterProcessSemaphoreV2", () => {
   let admin: AdminClient;
   let backends: ZooKeeperLockBackend[];
   let services: LockService[];
-  let classes: string;
-  let classpath: string;
+  let program: CuratorProgram | undefined;
 
   /** A Java process taking one lease of Curator's semaphore of PERMITS at `/curator-sem/<key>`. */
   const curator = (key: string, timeoutMs: number) =>
     LineProcess.spawn(findJava(), [
       '-XX:TieredStopAtLevel=1',
       '-cp',
-      classpath,
+      program!.classpath,
       'CuratorSemaphoreHolder',
       server.connectionString,
       lockPath(NAMESPACE, key),
@@ -65,21 +50,12 @@ describe("Interop with Apache Curator's InterProcessSemaphoreV2", () => {
     );
 
   beforeAll(async () => {
-    const jars = CURATOR_JARS.map((jar) => requireJar(join(JAVA_LIBRARY_DIR, jar)));
-    classes = mkdtempSync(join(tmpdir(), 'ndl-curator-sem-'));
-    const [zookeeper] = await Promise.all([
+    const [zookeeper, compiled] = await Promise.all([
       startZooKeeper(),
-      promisify(execFile)(findJava('javac'), [
-        '-d',
-        classes,
-        '-cp',
-        jars.join(delimiter),
-        join(__dirname, 'java', 'CuratorSemaphoreHolder.java'),
-      ]),
+      compileCuratorProgram(join(__dirname, 'java', 'CuratorSemaphoreHolder.java')),
     ]);
     server = zookeeper;
-    // slf4j-nop keeps Curator quiet; the program's own lines are the protocol.
-    classpath = [classes, ...jars, join(JAVA_LIBRARY_DIR, 'slf4j-nop.jar')].join(delimiter);
+    program = compiled;
     admin = await AdminClient.connect(server.connectionString);
     // Separate sessions, as separate Nest services would have.
     backends = Array.from(
@@ -97,7 +73,7 @@ describe("Interop with Apache Curator's InterProcessSemaphoreV2", () => {
     await Promise.all((services ?? []).map((locks) => locks.close()));
     admin?.close();
     await server?.stop();
-    if (classes) rmSync(classes, { recursive: true, force: true });
+    program?.dispose();
   });
 
   it('Curator holds: Node shares the permits with it, waits while Java fills them, and gets one when Java returns its lease', async () => {

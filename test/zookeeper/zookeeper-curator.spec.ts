@@ -1,31 +1,17 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
-import { promisify } from 'node:util';
+import { join } from 'node:path';
 import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper-lock.backend';
 import { lockPath } from '../../lib/backends/zookeeper/zookeeper-node-layout';
 import { LockService } from '../../lib/lock.service';
 import {
+  compileCuratorProgram,
+  type CuratorProgram,
   findJava,
-  JAVA_LIBRARY_DIR,
-  requireJar,
   startZooKeeper,
   TestZooKeeperServer,
 } from '../support/zookeeper-server';
 import { LineProcess, killAllLineProcesses } from './line-process';
 import { AdminClient, queued, track } from './zookeeper-spec-helpers';
 
-/** Curator 5.4 and ZooKeeper 3.8 from Debian; their manifests name the rest (guava, netty, jute). */
-const CURATOR_JARS = [
-  'curator-recipes.jar',
-  'curator-framework.jar',
-  'curator-client.jar',
-  'zookeeper.jar',
-  'zookeeper-jute.jar',
-  'guava.jar',
-  'slf4j-api.jar',
-];
 /** JVM start-up and Curator's connect take a few seconds on a busy two-core machine. */
 const JAVA_TIMEOUT = 60_000;
 const CURATOR_NODE = /^_c_[0-9a-f-]{36}-lock-\d{10}$/;
@@ -35,15 +21,14 @@ describe("Interop with Apache Curator's InterProcessMutex", () => {
   let admin: AdminClient;
   let backend: ZooKeeperLockBackend;
   let locks: LockService;
-  let classes: string;
-  let classpath: string;
+  let program: CuratorProgram | undefined;
 
   /** A Java process that acquires the Curator mutex at `/curator/<key>`, waiting up to `timeoutMs`. */
   const curator = (key: string, timeoutMs: number) =>
     LineProcess.spawn(findJava(), [
       '-XX:TieredStopAtLevel=1',
       '-cp',
-      classpath,
+      program!.classpath,
       'CuratorLockHolder',
       server.connectionString,
       lockPath('curator', key),
@@ -51,21 +36,12 @@ describe("Interop with Apache Curator's InterProcessMutex", () => {
     ]);
 
   beforeAll(async () => {
-    const jars = CURATOR_JARS.map((jar) => requireJar(join(JAVA_LIBRARY_DIR, jar)));
-    classes = mkdtempSync(join(tmpdir(), 'ndl-curator-'));
-    const [zookeeper] = await Promise.all([
+    const [zookeeper, compiled] = await Promise.all([
       startZooKeeper(),
-      promisify(execFile)(findJava('javac'), [
-        '-d',
-        classes,
-        '-cp',
-        jars.join(delimiter),
-        join(__dirname, 'java', 'CuratorLockHolder.java'),
-      ]),
+      compileCuratorProgram(join(__dirname, 'java', 'CuratorLockHolder.java')),
     ]);
     server = zookeeper;
-    // slf4j-nop keeps Curator quiet; the program's own lines are the protocol.
-    classpath = [classes, ...jars, join(JAVA_LIBRARY_DIR, 'slf4j-nop.jar')].join(delimiter);
+    program = compiled;
     admin = await AdminClient.connect(server.connectionString);
     backend = new ZooKeeperLockBackend({ connectionString: server.connectionString, sessionTimeout: 10_000 });
     locks = new LockService(backend, { keyPrefix: 'curator' });
@@ -79,7 +55,7 @@ describe("Interop with Apache Curator's InterProcessMutex", () => {
     await locks?.close();
     admin?.close();
     await server?.stop();
-    if (classes) rmSync(classes, { recursive: true, force: true });
+    program?.dispose();
   });
 
   it("Curator holds: Node's tryAcquire is refused, Node's acquire queues behind it and gets the lock when Java releases, before a later Java waiter", async () => {
