@@ -2,7 +2,7 @@
  * `npm run bench`: ours against the peer libraries and the raw round-trip limits, in one run against a
  * fresh redis-server and etcd that the bench starts on free loopback ports and stops at the end.
  *
- *   node --require ./test/support/ts-register.js bench/run.ts [--quick] [--only=uncontended,hot-key,many-keys,renewing,http,xproc] [--stores=redis,etcd]
+ *   node --require ./test/support/ts-register.js bench/run.ts [--quick] [--only=uncontended,hot-key,many-keys,renewing,http,xproc,footprint] [--stores=redis,etcd]
  *
  * A full run prints every table and writes bench/RESULTS.md. --quick (shorter runs), --only and --stores print
  * without writing, unless --out=<file> is given.
@@ -19,6 +19,7 @@ import { oursEtcd, oursRedis, oursRedisFifo, oursRedlockOneMaster } from './peer
 import { redisSemaphore } from './peers/redis-semaphore';
 import { redlockV4 } from './peers/redlock-v4';
 import { crossProcess, CrossProcessSettings } from './scenarios/cross-process';
+import { footprint, FootprintSettings } from './scenarios/footprint';
 import { goals, Results } from './scenarios/goals';
 import { hotKey, HotKeySettings } from './scenarios/hot-key';
 import { http, HttpSettings } from './scenarios/http';
@@ -26,7 +27,7 @@ import { manyKeys, ManyKeysSettings } from './scenarios/many-keys';
 import { renewing, RenewingSettings } from './scenarios/renewing';
 import { uncontended, UncontendedSettings } from './scenarios/uncontended';
 
-const SCENARIOS = ['uncontended', 'hot-key', 'many-keys', 'renewing', 'http', 'xproc'] as const;
+const SCENARIOS = ['uncontended', 'hot-key', 'many-keys', 'renewing', 'http', 'xproc', 'footprint'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 interface Settings {
@@ -36,6 +37,7 @@ interface Settings {
   renewing: RenewingSettings;
   http: HttpSettings;
   crossProcess: CrossProcessSettings;
+  footprint: FootprintSettings;
 }
 
 /** Scenario 6's rows, side by side: our Redis configurations and the Redis peers, then etcd. */
@@ -63,6 +65,7 @@ const FULL: Settings = {
   renewing: { locks: 10_000, windowMs: 5_000, ttlMs: 3_000, concurrency: 200 },
   http: { durationSeconds: 2, warmupSeconds: 2, connections: 16, rounds: { memory: 14, redis: 10 } },
   crossProcess: { durationMs: 5_000, processes: 4, contendersPerProcess: 4, holdMs: 1, budgetMs: 90_000 },
+  footprint: { names: 1_000_000, concurrency: 256, drainBudgetMs: 120_000 },
 };
 
 const QUICK: Settings = {
@@ -72,6 +75,7 @@ const QUICK: Settings = {
   renewing: { ...FULL.renewing, locks: 2_000, windowMs: 2_000 },
   http: { ...FULL.http, durationSeconds: 1, rounds: { memory: 4, redis: 4 } },
   crossProcess: { ...FULL.crossProcess, durationMs: 2_000, budgetMs: 60_000 },
+  footprint: { names: 50_000, concurrency: 128, drainBudgetMs: 30_000 },
 };
 
 const ROOT = join(__dirname, '..');
@@ -194,6 +198,12 @@ async function main(): Promise<void> {
       '6. Cross-process contention',
       () => crossProcess(servers, CROSS_PROCESS_SPECS, settings.crossProcess),
       (rows) => (results.crossProcess = rows),
+    );
+    await step(
+      'footprint',
+      '7. Footprint',
+      () => footprint(servers, settings.footprint),
+      (rows) => (results.footprint = rows),
     );
   } finally {
     await servers.stop();

@@ -4,6 +4,7 @@ import type { Role, Store } from '../peers/adapter';
 import { oursRedis, oursRedlockOneMaster } from '../peers/ours';
 import { redisSemaphore } from '../peers/redis-semaphore';
 import type { CrossProcessRow } from './cross-process';
+import type { FootprintRow } from './footprint';
 import type { HotKeyRow } from './hot-key';
 import type { HttpRow } from './http';
 import type { ManyKeysRow } from './many-keys';
@@ -18,6 +19,7 @@ export interface Results {
   renewing?: RenewingRow[];
   http?: HttpRow[];
   crossProcess?: CrossProcessRow[];
+  footprint?: FootprintRow[];
 }
 
 interface Goal {
@@ -66,7 +68,8 @@ export function goals(results: Results): Section {
 }
 
 /** Issue 17 point 6, from scenario 6. Printed as met / not met; the library is not tuned here to meet them. */
-function crossProcessGoals({ crossProcess }: Results): Table {
+function crossProcessGoals(results: Results): Table {
+  const { crossProcess } = results;
   const row = (name: string) => crossProcess?.find((candidate) => candidate.name === name);
   const mine = row(oursRedis.name);
   const redlock = row(oursRedlockOneMaster.name);
@@ -97,9 +100,10 @@ function crossProcessGoals({ crossProcess }: Results): Table {
       measured: redlock ? `${num(redlock.wait.p99, 1)} ms` : 'n/a',
       met: redlock ? redlock.wait.p99 <= 100 : undefined,
     },
+    footprintGoal(results),
   ];
   return {
-    title: 'Goals of issue 17 point 6 (scenario 6, cross-process contention)',
+    title: 'Goals of issue 17 (scenario 6, cross-process contention; scenario 7, footprint)',
     notes: [],
     headers: ['goal', 'measured', 'met'],
     textColumns: 3,
@@ -108,6 +112,20 @@ function crossProcessGoals({ crossProcess }: Results): Table {
       goal.measured,
       goal.met === undefined ? 'not measured' : goal.met ? 'met' : 'not met',
     ]),
+  };
+}
+
+/** Issue 17 point 3, from scenario 7: no key is left per lock name once its locks are gone. */
+function footprintGoal({ footprint }: Results): Goal {
+  const row = footprint?.[0];
+  const goal = 'Redis: names taken once leave no keys after ttl + fenceRetention (scenario 7)';
+  if (!row) return { goal, measured: 'n/a', met: undefined };
+  return {
+    goal,
+    measured:
+      `${num(row.names, 0)} names: ${num(row.keysAfterRelease, 0)} keys right after, ${num(row.keysAtEnd, 0)} at the end; ` +
+      `used_memory ${num(row.memoryBefore / 1048576, 1)} -> ${num(row.memoryAfterRelease / 1048576, 1)} -> ${num(row.memoryAtEnd / 1048576, 1)} MiB`,
+    met: row.keysAtEnd <= row.keysBefore,
   };
 }
 
