@@ -26,6 +26,14 @@ export interface LockOptions {
    */
   maxHold?: number;
   /**
+   * Lock-delay in ms (Chubby, Consul): when this holder is lost without releasing (it crashed, or stopped
+   * renewing), the key stays unavailable to everyone for this long after its validity ended, so that work
+   * the lost holder may still be doing ends before anyone else starts. A release clears it at once.
+   * It protects resources that do not check fencing tokens, at the price of this much liveness after a crash.
+   * Default 0 (off). Memory, Redis and Redlock only; other backends refuse it with LockNotSupportedError.
+   */
+  lockDelay?: number;
+  /**
    * A bounded name for the kind of key, used to label metrics and events (never the resolved key, whose
    * values are unbounded). Default: the text before the first ':' ('file:42' -> 'file'), else 'default'.
    * `@WithLock` passes its template.
@@ -53,6 +61,7 @@ export interface ResolvedLockOptions {
   waitTimeout: number;
   renewInterval: number;
   maxHold: number;
+  lockDelay: number;
   family: string;
   signal: AbortSignal | undefined;
 }
@@ -63,3 +72,5 @@ export const DEFAULT_OPERATION_TIMEOUT = 5_000;
 export const DEFAULT_KEY_PREFIX = 'locks';
 /** Node's setTimeout cannot wait longer than this. */
 export const MAX_TTL = 2_147_483_647;
+/** Longest lock-delay accepted: an hour. Chubby's is a minute and Consul's 15 s; longer is almost surely a unit mistake. */
+export const MAX_LOCK_DELAY = 3_600_000;

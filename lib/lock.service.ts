@@ -322,6 +322,7 @@ export class LockService {
       mode: resolved.mode,
       holder: this.holderId,
       permits: resolved.permits,
+      lockDelay: resolved.lockDelay,
     };
     return { request, resolved };
   }
@@ -354,6 +355,14 @@ export class LockService {
     if (resolved.permits !== undefined && !supports.semaphore) {
       throw new LockNotSupportedError(this.backend.kind, 'permits (semaphores)', 'it has no semaphore implementation.');
     }
+    if (resolved.lockDelay > 0 && !supports.lockDelay) {
+      throw new LockNotSupportedError(
+        this.backend.kind,
+        'lockDelay',
+        'a lock that expires there leaves nothing that could keep the key blocked afterwards. ' +
+          'Use the memory, Redis or Redlock backend for a lock-delay, or check fencing tokens in the resource instead.',
+      );
+    }
   }
 
   private async tryAcquirePrepared(
@@ -385,6 +394,7 @@ export class LockService {
       mode: request.mode,
       holder: request.holder,
       permits: request.permits,
+      lockDelay: request.lockDelay,
       fencingToken: grant.fencingToken,
       state: grant.state,
     };

@@ -93,6 +93,11 @@ export interface AcquireRequest {
   readonly holder?: string;
   /** Requested validity in whole milliseconds, > 0. */
   readonly ttl: number;
+  /**
+   * Lock-delay in whole ms (only on backends with `supports.lockDelay`; absent or 0: none): after this holder's
+   * validity ends without a release, nobody else may get the key for this long. A release ends it at once.
+   */
+  readonly lockDelay?: number;
 }
 
 export interface LockGrant {
@@ -129,6 +134,8 @@ export interface BackendSupport {
    * `@ScheduledLock` relies on it to keep a firing's lock after the job without keeping anything in the process.
    */
   readonly expiry?: boolean;
+  /** True when the backend honours `AcquireRequest.lockDelay`; the core refuses a lock-delay elsewhere. */
+  readonly lockDelay?: boolean;
 }
 
 /** What a backend can tell about one key. Fields it cannot know are left out. */

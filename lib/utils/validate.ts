@@ -1,5 +1,12 @@
 import { InvalidLockKeyError } from '../errors';
-import { DEFAULT_TTL, DEFAULT_WAIT_TIMEOUT, LockOptions, MAX_TTL, ResolvedLockOptions } from '../lock-options';
+import {
+  DEFAULT_TTL,
+  DEFAULT_WAIT_TIMEOUT,
+  LockOptions,
+  MAX_LOCK_DELAY,
+  MAX_TTL,
+  ResolvedLockOptions,
+} from '../lock-options';
 
 /** Longest key accepted, in bytes of UTF-8. Keeps server keys and log lines bounded. */
 export const MAX_KEY_BYTES = 1024;
@@ -13,6 +20,7 @@ const KNOWN_LOCK_OPTIONS: ReadonlySet<string> = new Set([
   'waitTimeout',
   'renewInterval',
   'maxHold',
+  'lockDelay',
   'family',
   'signal',
 ]);
@@ -101,6 +109,12 @@ export function resolveLockOptions(
       `Invalid maxHold ${String(maxHold)}: use a number of milliseconds > 0 (Infinity, the default, means no limit).`,
     );
   }
+  const lockDelay = options?.lockDelay ?? defaults?.lockDelay ?? 0;
+  if (!Number.isSafeInteger(lockDelay) || lockDelay < 0 || lockDelay > MAX_LOCK_DELAY) {
+    throw new TypeError(
+      `Invalid lockDelay ${String(lockDelay)}: use a whole number of milliseconds from 0 (off, the default) to ${MAX_LOCK_DELAY}, e.g. 15000.`,
+    );
+  }
   const family = options?.family ?? defaultFamily(key);
   if (typeof family !== 'string' || family.length === 0 || family.length > 200) {
     throw new TypeError(
@@ -111,7 +125,7 @@ export function resolveLockOptions(
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new TypeError('Invalid signal: pass an AbortSignal (e.g. from an AbortController) or leave it out.');
   }
-  return { mode, permits, ttl: Math.ceil(ttl), waitTimeout, renewInterval, maxHold, family, signal };
+  return { mode, permits, ttl: Math.ceil(ttl), waitTimeout, renewInterval, maxHold, lockDelay, family, signal };
 }
 
 function defaultFamily(key: string): string {

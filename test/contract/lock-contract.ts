@@ -3,6 +3,7 @@ import { crashCases } from './cases/crash.cases';
 import { fencingCases } from './cases/fencing.cases';
 import { isolationCases } from './cases/isolation.cases';
 import { lifecycleCases } from './cases/lifecycle.cases';
+import { lockDelayCases } from './cases/lock-delay.cases';
 import { mutualExclusionCases } from './cases/mutual-exclusion.cases';
 import { ownershipCases } from './cases/ownership.cases';
 import { unreachableCases } from './cases/unreachable.cases';
@@ -28,6 +29,7 @@ export function describeLockContract(factory: BackendFactory): void {
     describe('input validation', () => validationCases(ctx));
     if (factory.hasServer) describe('unreachable server', () => unreachableCases(ctx));
     describe('key isolation', () => isolationCases(ctx));
+    describe('lock-delay', () => lockDelayCases(ctx));
     describe('resources', () => lifecycleCases(ctx));
   });
 }

@@ -1,5 +1,6 @@
 import { fencingCases } from './cases/fencing.cases';
 import { isolationCases } from './cases/isolation.cases';
+import { lockDelayCases } from './cases/lock-delay.cases';
 import { mutualExclusionCases } from './cases/mutual-exclusion.cases';
 import { ownershipCases } from './cases/ownership.cases';
 import { unreachableCases } from './cases/unreachable.cases';
@@ -71,5 +72,6 @@ describe(`LockBackend contract: ${factory.name}`, () => {
   describe('input validation', () => validationCases(ctx));
   describe('unreachable server', () => unreachableCases(ctx));
   describe('key isolation', () => isolationCases(ctx));
+  describe('lock-delay', () => lockDelayCases(ctx));
   describe('resources', () => sessionLifecycleCases(ctx, zookeeper));
 });

@@ -44,6 +44,7 @@ const redlockFactory = (clientKind: RedlockClientKind): BackendFactory => ({
   crossProcess: true,
   // Waiters race when woken, as on a single Redis.
   fair: false,
+  lockDelay: true,
   hasServer: true,
   minTtl: 1_500,
   address,

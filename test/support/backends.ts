@@ -45,6 +45,8 @@ export interface BackendFactory {
   readonly crossProcess: boolean;
   /** Grants queued waiters in arrival order. */
   readonly fair: boolean;
+  /** Honours LockOptions.lockDelay (`supports.lockDelay`); the others must refuse it. */
+  readonly lockDelay: boolean;
   /** Talks to a server, so "server unreachable" means something. */
   readonly hasServer: boolean;
   /** The shortest ttl the suite uses: etcd leases are whole seconds, so it gets 2 s. */
@@ -199,6 +201,7 @@ export const memoryFactory: BackendFactory = {
   name: 'memory',
   crossProcess: false,
   fair: true,
+  lockDelay: true,
   hasServer: false,
   minTtl: 1_500,
   address: () => '',
@@ -212,6 +215,7 @@ export const redisFactory: BackendFactory = {
   crossProcess: true,
   // Waiters race when pub/sub wakes them; the redis backend does not promise arrival order.
   fair: false,
+  lockDelay: true,
   hasServer: true,
   minTtl: 1_500,
   address: sharedRedisUrl,
@@ -255,6 +259,7 @@ export const etcdFactory: BackendFactory = {
   name: 'etcd',
   crossProcess: true,
   fair: true,
+  lockDelay: false,
   hasServer: true,
   minTtl: 2_000,
   address: sharedEtcdEndpoint,

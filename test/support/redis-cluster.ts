@@ -125,6 +125,7 @@ export function redisClusterFactory(cluster: () => TestRedisCluster): BackendFac
     name: 'redis-cluster',
     crossProcess: true,
     fair: false,
+    lockDelay: true,
     hasServer: true,
     minTtl: 1_500,
     address: () => cluster().address,

@@ -32,6 +32,7 @@ export function zookeeperFactory(server: () => TestZooKeeperServer): BackendFact
     name: 'zookeeper' as BackendKind,
     crossProcess: false,
     fair: true,
+    lockDelay: false,
     hasServer: true,
     // Renewals every ttl / 3 = 667 ms; any ttl works while it stays within the session timeout.
     minTtl: 2_000,

@@ -11,8 +11,13 @@ interface Holder {
   readonly since: number;
   /** Epoch ms, for inspect(). */
   expiresAt: number;
-  /** Monotonic ms: the holder is gone from then on, whether or not anyone has removed it yet. */
+  /** Monotonic ms: the lock is no longer the holder's from then on (extend finds nothing). */
   validUntil: number;
+  /**
+   * Monotonic ms: the key is free from then on, whether or not anyone has removed the holder yet. validUntil
+   * plus the request's lock-delay: a holder that was lost without a release keeps the key blocked that long.
+   */
+  blocksUntil: number;
 }
 
 interface Waiter {
@@ -40,7 +45,7 @@ interface KeyState {
 export class MemoryLockBackend implements LockBackend {
   readonly kind = 'memory';
   readonly address = 'in-process';
-  readonly supports = { readWrite: true, semaphore: true, expiry: true };
+  readonly supports = { readWrite: true, semaphore: true, expiry: true, lockDelay: true };
 
   private readonly keys = new Map<string, KeyState>();
   /** One counter for all keys: strictly increasing per key, and no per-key state left behind after release. */
@@ -94,9 +99,12 @@ export class MemoryLockBackend implements LockBackend {
     this.assertOpen('extend');
     const id = heldStateId(lock);
     const holder = this.current(id)?.holders.get(lock.token);
-    if (!holder) return null;
+    const now = monotonicNow();
+    // Past its validity the lock is lost, even while its lock-delay still keeps others out.
+    if (!holder || holder.validUntil <= now) return null;
     holder.expiresAt = Date.now() + ttl;
-    holder.validUntil = monotonicNow() + ttl;
+    holder.validUntil = now + ttl;
+    holder.blocksUntil = holder.validUntil + (lock.lockDelay ?? 0);
     // An armed expiry timer now fires early, finds nothing expired and arms itself again.
     return holder.validUntil;
   }
@@ -161,19 +169,20 @@ export class MemoryLockBackend implements LockBackend {
       since,
       expiresAt: since + request.ttl,
       validUntil,
+      blocksUntil: validUntil + (request.lockDelay ?? 0),
     });
     // The state id rides along in the handle, so extend and release need not build it again.
     return { fencingToken: this.lastFencingToken, validUntil, state: id };
   }
 
-  /** The key's state with expired holders dropped (and the waiters they blocked admitted), or undefined. */
+  /** The key's state with expired holders (lock-delay included) dropped (and the waiters they blocked admitted), or undefined. */
   private current(id: string): KeyState | undefined {
     const state = this.keys.get(id);
     if (!state) return undefined;
     const now = monotonicNow();
     let expired = false;
     for (const [token, holder] of state.holders.entries()) {
-      if (holder.validUntil <= now) {
+      if (holder.blocksUntil <= now) {
         state.holders.delete(token);
         expired = true;
       }
@@ -186,7 +195,7 @@ export class MemoryLockBackend implements LockBackend {
   private armExpiry(id: string, state: KeyState): void {
     if (state.expiryTimer || state.holders.size === 0) return;
     let first = Infinity;
-    for (const holder of state.holders.values()) first = Math.min(first, holder.validUntil);
+    for (const holder of state.holders.values()) first = Math.min(first, holder.blocksUntil);
     // Timers may fire a little early on the monotonic clock; current() never frees a lock before its validity ends.
     state.expiryTimer = setTimeout(
       () => {

@@ -55,6 +55,15 @@ export function channelOf(request: Pick<AcquireRequest, 'namespace' | 'key' | 'p
     : redisLockKeys(request.namespace, request.key).channel;
 }
 
+/**
+ * How long in ms the server keeps an entry granted or extended for `ttl`: the ttl plus the request's lock-delay.
+ * Our validity stays measured from `ttl` alone (validity.ts), so the holder reports the lock lost at the end of
+ * the ttl while nobody else can take the key until the delay has passed too. A release deletes it at once.
+ */
+export function serverTtl(ttl: number, request: Pick<AcquireRequest, 'lockDelay'>): number {
+  return request.lockDelay ? ttl + request.lockDelay : ttl;
+}
+
 const ENTRY_PREFIX: Record<LockKind, string> = { write: 'w', read: 'r', semaphore: 's' };
 
 function queueEntry(request: AcquireRequest): string {
@@ -80,7 +89,7 @@ export function acquireCall(
     return {
       script: ACQUIRE_SEMAPHORE_SCRIPT,
       keys: [keys.holders, keys.fence, keys.queue, keys.queueExpiry],
-      args: [request.token, request.ttl, request.permits!, join, waiterTtl, fenceRetention],
+      args: [request.token, serverTtl(request.ttl, request), request.permits!, join, waiterTtl, fenceRetention],
       tag: keys.tag,
     };
   }
@@ -88,7 +97,7 @@ export function acquireCall(
   return {
     script: kind === 'read' ? ACQUIRE_READ_SCRIPT : ACQUIRE_SCRIPT,
     keys: [keys.lock, keys.fence, keys.readers, keys.writersWaiting, keys.queue, keys.queueExpiry],
-    args: [request.token, request.ttl, join, waiterTtl, fenceRetention],
+    args: [request.token, serverTtl(request.ttl, request), join, waiterTtl, fenceRetention],
     tag: keys.tag,
   };
 }
@@ -96,17 +105,18 @@ export function acquireCall(
 /** `token`: what the server stores as the owner (the Redis backend adds the holder id to the lock's token). */
 export function extendCall(lock: HeldLock, ttl: number, token = lock.token): ScriptCall {
   const kind = kindOf(lock);
+  const px = serverTtl(ttl, lock);
   if (kind === 'semaphore') {
     const keys = redisSemaphoreKeys(lock.namespace, lock.key);
-    return { script: EXTEND_SHARED_SCRIPT, keys: [keys.holders], args: [token, ttl], tag: keys.tag };
+    return { script: EXTEND_SHARED_SCRIPT, keys: [keys.holders], args: [token, px], tag: keys.tag };
   }
   if (kind === 'read') {
     const keys = redisLockKeys(lock.namespace, lock.key);
-    return { script: EXTEND_SHARED_SCRIPT, keys: [keys.readers], args: [token, ttl], tag: keys.tag };
+    return { script: EXTEND_SHARED_SCRIPT, keys: [keys.readers], args: [token, px], tag: keys.tag };
   }
   // The common case, once per held lock and renewal: build only the key it touches.
   const { lock: key, tag } = redisLockKey(lock.namespace, lock.key);
-  return { script: EXTEND_SCRIPT, keys: [key], args: [token, ttl], tag };
+  return { script: EXTEND_SCRIPT, keys: [key], args: [token, px], tag };
 }
 
 /**

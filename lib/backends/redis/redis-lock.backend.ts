@@ -118,7 +118,7 @@ export class RedisLockBackend implements LockBackend {
   /** A busy try leaves nothing on the server (no queue entry, no intent): see LockBackend.tryBeforeWait. */
   readonly tryBeforeWait = true;
   readonly address: string;
-  readonly supports = { readWrite: true, semaphore: true, expiry: true } as const;
+  readonly supports = { readWrite: true, semaphore: true, expiry: true, lockDelay: true } as const;
   readonly fairness: RedisFairness;
 
   /** The app's (or our own) client behind the one port the algorithm talks to. */

@@ -23,6 +23,7 @@ export function withStoredToken(request: AcquireRequest): AcquireRequest {
     mode: request.mode,
     holder: request.holder,
     permits: request.permits,
+    lockDelay: request.lockDelay,
   };
 }
 

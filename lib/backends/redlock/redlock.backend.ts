@@ -87,7 +87,7 @@ type Round =
 export class RedlockBackend implements LockBackend {
   readonly kind = 'redlock';
   readonly address: string;
-  readonly supports = { readWrite: true, semaphore: false, expiry: true } as const;
+  readonly supports = { readWrite: true, semaphore: false, expiry: true, lockDelay: true } as const;
   /** floor(N / 2) + 1. */
   readonly quorum: number;
 
