@@ -30,7 +30,7 @@ export interface LockOptions {
    * renewing), the key stays unavailable to everyone for this long after its validity ended, so that work
    * the lost holder may still be doing ends before anyone else starts. A release clears it at once.
    * It protects resources that do not check fencing tokens, at the price of this much liveness after a crash.
-   * Default 0 (off). Memory, Redis and Redlock only; other backends refuse it with LockNotSupportedError.
+   * Default 0 (off). Memory, Redis, Redlock and etcd; ZooKeeper refuses it with LockNotSupportedError.
    */
   lockDelay?: number;
   /**

@@ -359,8 +359,8 @@ export class LockService {
       throw new LockNotSupportedError(
         this.backend.kind,
         'lockDelay',
-        'a lock that expires there leaves nothing that could keep the key blocked afterwards. ' +
-          'Use the memory, Redis or Redlock backend for a lock-delay, or check fencing tokens in the resource instead.',
+        'its locks end with their session, which leaves nothing that could keep the key blocked afterwards. ' +
+          'Use the memory, Redis, Redlock or etcd backend for a lock-delay, or check fencing tokens in the resource instead.',
       );
     }
   }

@@ -259,7 +259,7 @@ export const etcdFactory: BackendFactory = {
   name: 'etcd',
   crossProcess: true,
   fair: true,
-  lockDelay: false,
+  lockDelay: true,
   hasServer: true,
   minTtl: 2_000,
   address: sharedEtcdEndpoint,

@@ -56,7 +56,11 @@ async function increment(config: WorkerConfig): Promise<void> {
 async function hold(config: WorkerConfig): Promise<void> {
   const connection = connectBackend(config.backend, config.address);
   const locks = new LockService(connection.backend, { keyPrefix: config.keyPrefix });
-  const lock = await locks.acquire(config.key, { ttl: config.ttl, waitTimeout: config.waitTimeout ?? 30_000 });
+  const lock = await locks.acquire(config.key, {
+    ttl: config.ttl,
+    lockDelay: config.lockDelay,
+    waitTimeout: config.waitTimeout ?? 30_000,
+  });
   await send({
     type: 'held',
     fencingToken: lock.fencingToken.toString(),

@@ -19,6 +19,8 @@ export interface WorkerConfig {
   keyPrefix: string;
   key: string;
   ttl: number;
+  /** hold: the lock's lockDelay (LockOptions.lockDelay). */
+  lockDelay?: number;
   waitTimeout?: number;
   iterations?: number;
   /** increment: the shared counter, a file outside the lock service. */

@@ -137,7 +137,9 @@ export class EtcdAcquisition {
   private async join(): Promise<Queued> {
     for (let attempt = 1; ; attempt++) {
       const seat = await this.server(
-        this.sessions.join(leaseSecondsFor(this.request.ttl), (leaseId) => this.rules.keyFor(leaseId)),
+        this.sessions.join(leaseSecondsFor(this.request.ttl, this.request.lockDelay), (leaseId) =>
+          this.rules.keyFor(leaseId),
+        ),
       );
       const put = this.etcd.enqueue(this.rules, seat.key, this.value ?? contenderValue(this.request), seat.leaseId);
       const entry: QueueEntry = { ...seat, put };
@@ -258,7 +260,8 @@ export class EtcdAcquisition {
       createRevision: entry.createRevision.toString(),
       leaseId: entry.leaseId,
       leaseTtlSeconds: entry.session.leaseTtlSeconds,
-      requestedTtlSeconds: leaseSecondsFor(this.request.ttl),
+      requestedTtlSeconds: leaseSecondsFor(this.request.ttl, this.request.lockDelay),
+      lockDelay: this.request.lockDelay,
       renewedAt: entry.session.aliveSince,
       renewedFor: this.request.ttl,
     };

@@ -30,7 +30,7 @@ export class EtcdHeldLocks {
     const singles: Promise<void>[] = [];
     items.forEach(({ lock, ttl }, index) => {
       const state = asEtcdLockState(lock.state);
-      const seconds = leaseSecondsFor(ttl);
+      const seconds = leaseSecondsFor(ttl, state.lockDelay);
       if (seconds === state.requestedTtlSeconds || seconds === state.leaseTtlSeconds)
         batch.push({ index, lock, state, ttl });
       else

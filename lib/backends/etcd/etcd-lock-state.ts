@@ -11,16 +11,21 @@ export interface EtcdLockState {
   leaseId: string;
   /** TTL in seconds the server granted (it may round a small request up to its minimum). */
   leaseTtlSeconds: number;
-  /** TTL in seconds we asked for: ceil(ttl / 1000). */
+  /** TTL in seconds we asked for: ceil((ttl + lockDelay) / 1000). */
   requestedTtlSeconds: number;
+  /** The request's lock-delay in ms (0 or absent: none): the lease outlives the lock's validity by that much. */
+  readonly lockDelay?: number;
   /** Monotonic ms of the grant or last renewal that succeeded, and the ttl it was for (see EtcdSession). */
   renewedAt?: number;
   renewedFor?: number;
 }
 
-/** etcd leases work in whole seconds. */
-export function leaseSecondsFor(ttlMs: number): number {
-  return Math.max(1, Math.ceil(ttlMs / 1000));
+/**
+ * etcd leases work in whole seconds. With a lock-delay the lease lasts ttl + lockDelay while the lock's validity
+ * stays ttl (validUntil takes the shorter): after a crash the key, and so the lock, stays that much longer.
+ */
+export function leaseSecondsFor(ttlMs: number, lockDelay = 0): number {
+  return Math.max(1, Math.ceil((ttlMs + lockDelay) / 1000));
 }
 
 /**

@@ -46,7 +46,7 @@ export class EtcdLockBackend implements LockBackend {
   /** Read/write locks and semaphores keep the same queue, lease and re-check rules as exclusive locks. */
   // No `expiry`: a key lives on a session lease this process keeps alive (and revokes on close), like a
   // ZooKeeper node on its session, so a lock nobody renews any more is not left to expire on the server alone.
-  readonly supports = { readWrite: true, semaphore: true, expiry: false } as const;
+  readonly supports = { readWrite: true, semaphore: true, expiry: false, lockDelay: true } as const;
 
   private readonly client: Etcd3;
   private readonly ownsClient: boolean;

@@ -24,7 +24,7 @@ export interface SessionOwner {
  * (renewed()), so a busy session sends no more than one keepalive per period.
  *
  * A held lock whose holder stopped renewing (lost: validity passed, or maxHold reached) must not keep its key
- * alive through the others: each tick deletes the keys of holders not renewed within their ttl. An idle
+ * alive through the others: each tick deletes the keys of holders not renewed within their ttl (+ lock-delay). An idle
  * session (no name reserved for a whole period) revokes its lease, so nothing outlives ttl + a period.
  */
 export class EtcdSession {
@@ -172,7 +172,8 @@ export class EtcdSession {
   private dropUnrenewedHolders(): void {
     const now = monotonicNow();
     for (const state of this.holders) {
-      if (now - (state.renewedAt ?? now) <= (state.renewedFor ?? Infinity)) continue;
+      // A holder with a lock-delay keeps its key that much longer, as its lease would after a crash.
+      if (now - (state.renewedAt ?? now) <= (state.renewedFor ?? Infinity) + (state.lockDelay ?? 0)) continue;
       this.holders.delete(state);
       this.owner.background(this.deleteAndLeave(state.keyPath, state.createRevision).catch(() => undefined));
     }

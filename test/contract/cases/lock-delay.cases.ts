@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { LockNotSupportedError } from '../../../lib/errors';
 import { LockOptions, MAX_LOCK_DELAY } from '../../../lib/lock-options';
+import { spawnWorker } from '../../workers/spawn-worker';
 import type { ContractContext } from '../contract-context';
 
 const LOCK_DELAY = 1_500;
@@ -9,6 +10,8 @@ const LOCK_DELAY = 1_500;
 const MARGIN = 5_000;
 /** A holder's validity may end a few ms before the server's expiry (drift allowance); never more than this. */
 const EARLY = 50;
+/** How long a forked worker's 'held' message may take to arrive on a loaded machine. */
+const IPC_SLACK = 300;
 
 const BAD_DELAYS: [string, LockOptions][] = [
   ['-1', { lockDelay: -1 }],
@@ -45,6 +48,31 @@ export function lockDelayCases(ctx: ContractContext): void {
       expect(await locks.isLocked('delay-refused')).toBe(false);
     });
     return;
+  }
+
+  if (ctx.factory.crossProcess) {
+    it(`a SIGKILLed holder process keeps the key blocked for ttl + lockDelay, then frees it`, async () => {
+      const holder = spawnWorker({
+        mode: 'hold',
+        worker: 0,
+        backend: ctx.factory.name,
+        address: ctx.factory.address(),
+        keyPrefix: ctx.ns,
+        key: 'delay-crash',
+        ttl: ctx.ttl,
+        lockDelay: LOCK_DELAY,
+      });
+      const held = await holder.message('held', 40_000);
+      const heldAt = performance.now();
+      await holder.kill('SIGKILL');
+
+      const locks = ctx.service();
+      const lock = await locks.acquire('delay-crash', { ttl: 10_000, waitTimeout: ctx.ttl + LOCK_DELAY + MARGIN });
+      // The grant (or a renewal) came before 'held' arrived here: IPC_SLACK covers that message's trip.
+      expect(performance.now() - heldAt).toBeGreaterThanOrEqual(ctx.ttl + LOCK_DELAY - IPC_SLACK);
+      expect(lock.fencingToken > BigInt(held.fencingToken)).toBe(true);
+      await lock.release();
+    });
   }
 
   it(`keeps an abandoned lock's key from everyone for lockDelay (${LOCK_DELAY} ms) after its validity ended`, async () => {
