@@ -2,15 +2,13 @@ import { getEventListeners } from 'node:events';
 import type { AcquireRequest, LockBackend, LockGrant } from './backends/lock-backend.interface';
 import { LockBackendError, LockError, LockTimeoutError } from './errors';
 import { withDeadline } from './utils/deadline';
+import { MAX_TIMER_DELAY } from './utils/clock';
 
 /**
  * Told when a wait for a busy key is under way, with a function that cancels it: the interceptor uses it for a
  * client that disconnects, without an AbortController per request. The function does nothing once the wait ended.
  */
 export type WaitHook = (abort: (reason: Error) => void) => void;
-
-/** setTimeout fires at once past this; longer waits (Infinity) get no timer. */
-const MAX_TIMER_DELAY = 2_147_483_647;
 
 /** Enough for the waits that overlap under load; a burst past it makes new controllers. */
 const MAX_IDLE_CONTROLLERS = 64;

@@ -1,19 +1,16 @@
-import { Observable, Subject } from 'rxjs';
+import type { Observable } from 'rxjs';
 import type { BackendLockEvent, HeldLock, LockBackend } from './backends/lock-backend.interface';
 import { LockBackendError, LockError, LockLostError } from './errors';
 import type { LockMode } from './lock-options';
 import type { LockRenewal } from './lock-renewal';
+import { LockLifecycleListener as LifecycleListener, LockNotices } from './lock-notices';
 import { monotonicNow, toEpochMs } from './utils/clock';
 import { LIST_SLOT } from './utils/slot-list';
 import { checkTtl } from './utils/validate';
-import { withDeadline } from './utils/deadline';
-import { jsonSafe } from './utils/json';
+import { withDeadline, withLazyDeadline } from './utils/deadline';
 import { ExtendBatcher } from './watchdog/extend-batcher';
 import { RenewalScheduler } from './watchdog/renewal-scheduler';
 import { RENEW, VALIDITY_LEFT, Watchdog } from './watchdog/watchdog';
-
-/** setTimeout fires at once past this; longer deadlines (Infinity) get no timer. */
-const MAX_TIMER_DELAY = 2_147_483_647;
 
 export type LockState = 'held' | 'released' | 'lost';
 
@@ -40,11 +37,7 @@ export interface LockHandleInit {
 }
 
 /** @internal Direct callbacks for a handle's life: cheaper than subscribing to renewals$ on every grant. */
-export interface LockLifecycleListener {
-  renewal(handle: LockHandle, renewal: LockRenewal, context: unknown): void;
-  lost(handle: LockHandle, error: LockLostError, context: unknown): void;
-  released(handle: LockHandle, context: unknown): void;
-}
+export type LockLifecycleListener = LifecycleListener<LockHandle>;
 
 /**
  * One held lock. Its watchdog renews it every `renewInterval` until `release()`; the renewals are the
@@ -72,11 +65,8 @@ export class LockHandle implements AsyncDisposable {
 
   private readonly backend: LockBackend;
   private readonly lock: HeldLock;
-  /** Made on first use of `signal`: most handles are released without anyone reading it. */
-  private abortController: AbortController | undefined;
-  /** Made on first subscription to renewals$: most handles are released without anyone watching. */
-  private renewalSubject: Subject<LockRenewal> | undefined;
-  private renewalStream: Observable<LockRenewal> | undefined;
+  /** renewals$, signal and loss listeners, each made on first use. */
+  private readonly notices: LockNotices<LockHandle>;
   private readonly watchdog: Watchdog;
   private readonly extender: ExtendBatcher;
   private readonly operationTimeout: number;
@@ -88,17 +78,12 @@ export class LockHandle implements AsyncDisposable {
   private validUntil: number;
   private ttl: number;
   private renewalCount = 0;
-  private lostError: LockLostError | undefined;
   /** The last renewal, which the next one (and release) waits for; none before the first. */
   private renewalChain: Promise<RenewOutcome> | undefined;
   /** Renewals queued or running; release waits for them only when there are any. */
   private renewing = 0;
   private releasing: Promise<void> | undefined;
   private stopObserving: (() => void) | undefined;
-  private readonly lifecycle: LockLifecycleListener | undefined;
-  private readonly lifecycleContext: unknown;
-  /** Callbacks for a loss, made once someone asks; an array, cheaper than a Set for the one or two there are. */
-  private lossListeners: ((error: LockLostError) => void)[] | undefined;
 
   /** @internal Created by LockService. */
   constructor(init: LockHandleInit) {
@@ -114,8 +99,7 @@ export class LockHandle implements AsyncDisposable {
     this.operationTimeout = init.operationTimeout;
     this.onEnd = init.onEnd;
     this.maxHold = init.maxHold;
-    this.lifecycle = init.lifecycle;
-    this.lifecycleContext = init.lifecycleContext;
+    this.notices = new LockNotices<LockHandle>(this, init.lifecycle, init.lifecycleContext);
     this.acquiredAt = Date.now();
     this.extender = ExtendBatcher.for(init.backend);
     this.watchdog = new Watchdog(this, init.renewInterval, RenewalScheduler.for(init.backend));
@@ -125,21 +109,12 @@ export class LockHandle implements AsyncDisposable {
 
   /** Emits after each renewal (and `at-risk` warnings); errors with LockLostError; completes on release. */
   get renewals$(): Observable<LockRenewal> {
-    // Late subscribers still learn how the lock ended.
-    return (this.renewalStream ??= new Observable<LockRenewal>((subscriber) => {
-      if (this.lostError) return subscriber.error(this.lostError);
-      if (this.currentState === 'released') return subscriber.complete();
-      return (this.renewalSubject ??= new Subject<LockRenewal>()).subscribe(subscriber);
-    }));
+    return this.notices.renewals$;
   }
 
   /** Aborted, with the LockLostError as reason, when the lock is lost. Never aborted by a normal release. */
   get signal(): AbortSignal {
-    if (!this.abortController) {
-      this.abortController = new AbortController();
-      if (this.lostError) this.abortController.abort(this.lostError);
-    }
-    return this.abortController.signal;
+    return this.notices.signal;
   }
 
   /**
@@ -147,15 +122,7 @@ export class LockHandle implements AsyncDisposable {
    * The interceptor uses this instead of `signal`: an AbortController per request is costly on Node 20.
    */
   onLost(listener: (error: LockLostError) => void): () => void {
-    if (this.lostError) {
-      listener(this.lostError);
-      return () => undefined;
-    }
-    (this.lossListeners ??= []).push(listener);
-    return () => {
-      const index = this.lossListeners?.indexOf(listener) ?? -1;
-      if (index >= 0) this.lossListeners!.splice(index, 1);
-    };
+    return this.notices.onLost(listener);
   }
 
   /** Epoch ms until which the lock is certainly held, measured from just before the last successful request. */
@@ -196,7 +163,8 @@ export class LockHandle implements AsyncDisposable {
     const wholeTtl = Math.ceil(ttl);
     let failure: unknown;
     const outcome = await this.renew(wholeTtl, (error) => (failure = error));
-    if (outcome === 'lost') throw this.lostError ?? new LockLostError(this.key, 'the lock was already released');
+    if (outcome === 'lost')
+      throw this.notices.lostError ?? new LockLostError(this.key, 'the lock was already released');
     if (outcome === 'retry') throw failure;
     if (outcome === 'expire') {
       throw new LockLostError(
@@ -273,8 +241,8 @@ export class LockHandle implements AsyncDisposable {
 
   /**
    * Deletes the lock on the server if it still carries our token, with the operation deadline; then ended().
-   * The deadline's timer is armed one microtask later, and only if no reply came by then: the memory backend
-   * replies at once, so its releases set no timer (as in BackendCalls.waitForGrant).
+   * The deadline's timer is armed only if no reply came within a microtask: the memory backend replies at once,
+   * so its releases set no timer (as in BackendCalls.waitForGrant).
    */
   private deleteLock(wasHeld: boolean): Promise<void> {
     let deletion: Promise<boolean>;
@@ -283,47 +251,21 @@ export class LockHandle implements AsyncDisposable {
     } catch (error) {
       deletion = Promise.reject(error);
     }
-    return new Promise<void>((resolve, reject) => {
-      let settled = false;
-      let timer: NodeJS.Timeout | undefined;
-      const settle = (failed: boolean, error?: unknown) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
+    const timedOut = () =>
+      this.backendError('release', `no reply within ${this.operationTimeout} ms; the lock will expire after its ttl`);
+    return withLazyDeadline(deletion, this.operationTimeout, timedOut).then(
+      () => this.ended(wasHeld),
+      (error: unknown) => {
         this.ended(wasHeld);
         // A lost lock may still carry our token on the server (e.g. after a network cut): clear it if so, quietly.
-        if (failed && wasHeld)
-          reject(error instanceof LockError ? error : this.backendError('release', String(error), error));
-        else resolve();
-      };
-      deletion.then(
-        () => settle(false),
-        (error: unknown) => settle(true, error),
-      );
-      void Promise.resolve().then(() => {
-        if (settled || !(this.operationTimeout <= MAX_TIMER_DELAY)) return;
-        timer = setTimeout(
-          () =>
-            settle(
-              true,
-              this.backendError(
-                'release',
-                `no reply within ${this.operationTimeout} ms; the lock will expire after its ttl`,
-              ),
-            ),
-          this.operationTimeout,
-        );
-      });
-    });
+        if (wasHeld) throw error instanceof LockError ? error : this.backendError('release', String(error), error);
+      },
+    );
   }
 
   private ended(wasHeld: boolean): void {
     this.stopObserving?.();
-    this.lossListeners = undefined;
-    if (wasHeld) {
-      this.renewalSubject?.complete();
-      this.lifecycle?.released(this, this.lifecycleContext);
-    }
+    this.notices.ended(wasHeld);
     this.onEnd(this);
   }
 
@@ -387,7 +329,7 @@ export class LockHandle implements AsyncDisposable {
       this.validUntil = validUntil;
       this.renewalCount += 1;
       // Nobody listening (the usual case with many held locks): no renewal object to build.
-      if (this.renewalSubject || this.lifecycle) {
+      if (this.notices.watched) {
         this.publish({
           type: 'renewed',
           key: this.key,
@@ -406,16 +348,9 @@ export class LockHandle implements AsyncDisposable {
   private markLost(reason: string, cause?: unknown): void {
     if (this.currentState !== 'held') return;
     this.currentState = 'lost';
-    this.lostError = new LockLostError(this.key, reason, cause === undefined ? undefined : { cause });
     void this.watchdog.stop();
     this.stopObserving?.();
-    const error = this.lostError;
-    this.renewalSubject?.error(error);
-    this.abortController?.abort(error);
-    const listeners = this.lossListeners;
-    this.lossListeners = undefined;
-    listeners?.forEach((listener) => listener(error));
-    this.lifecycle?.lost(this, error, this.lifecycleContext);
+    this.notices.lost(new LockLostError(this.key, reason, cause === undefined ? undefined : { cause }));
     this.onEnd(this);
   }
 
@@ -426,9 +361,7 @@ export class LockHandle implements AsyncDisposable {
   }
 
   private publish(renewal: LockRenewal): void {
-    jsonSafe(renewal);
-    this.renewalSubject?.next(renewal);
-    this.lifecycle?.renewal(this, renewal, this.lifecycleContext);
+    this.notices.renewal(renewal);
   }
 
   private emitAtRisk(error: Error): void {

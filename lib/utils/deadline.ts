@@ -1,4 +1,4 @@
-const MAX_TIMER_DELAY = 2_147_483_647;
+import { MAX_TIMER_DELAY } from './clock';
 
 /**
  * Rejects with `onTimeout()` if `work` has not settled within `ms`. `work` keeps running; callers handle late
@@ -18,5 +18,36 @@ export function withDeadline<T>(work: Promise<T>, ms: number, onTimeout: () => u
         reject(error);
       },
     );
+  });
+}
+
+/**
+ * withDeadline with its timer armed one microtask later, and only if `work` has not settled by then: a backend
+ * that answers at once (memory) then sets no timer at all. Releases go through here.
+ */
+export function withLazyDeadline<T>(work: Promise<T>, ms: number, onTimeout: () => unknown): Promise<T> {
+  if (!(ms <= MAX_TIMER_DELAY)) return work;
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    work.then(
+      (value) => {
+        settled = true;
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        settled = true;
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+    void Promise.resolve().then(() => {
+      if (settled) return;
+      timer = setTimeout(() => {
+        settled = true;
+        reject(onTimeout());
+      }, ms);
+    });
   });
 }

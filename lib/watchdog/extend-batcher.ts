@@ -1,6 +1,6 @@
 import type { HeldLock, LockBackend } from '../backends/lock-backend.interface';
 import { LockBackendError } from '../errors';
-import { monotonicNow } from '../utils/clock';
+import { MAX_TIMER_DELAY, monotonicNow } from '../utils/clock';
 import { withDeadline } from '../utils/deadline';
 
 /** One extend waiting for its batch; it is also the `{ lock, ttl }` item handed to `extendMany`. */
@@ -16,8 +16,6 @@ interface PendingExtend {
   reject(error: unknown): void;
 }
 
-/** setTimeout's longest delay; a longer wait is re-armed when it fires. */
-const MAX_TIMER_DELAY = 2_147_483_647;
 const batchers = new WeakMap<LockBackend, ExtendBatcher>();
 
 /**

@@ -1,3 +1,5 @@
+import { MAX_TIMER_DELAY } from '../../utils/clock';
+
 /**
  * Races `work` against `signal`. When the signal aborts first, rejects with `onAbort()` and leaves `work`
  * running (callers clean up after it themselves). Used so that no backend call can hang past a deadline:
@@ -45,8 +47,6 @@ export function delay(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener('abort', abort, { once: true });
   });
 }
-
-const MAX_TIMER_DELAY = 2_147_483_647;
 
 /** A signal that aborts after `ms`, with `reason()` as its reason. Ref'd, like `delay`; call dispose() when done. */
 export function timeoutSignal(ms: number, reason: () => unknown): { signal: AbortSignal; dispose(): void } {
