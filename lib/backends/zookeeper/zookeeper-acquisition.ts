@@ -3,85 +3,20 @@ import type { AcquireRequest, LockGrant } from '../lock-backend.interface';
 import { LockBackendError } from '../../errors';
 import { monotonicNow } from '../../utils/clock';
 import { delay, raceAbort } from '../shared/abort';
-import type { OwnNodeWatches } from './own-node-watches';
 import { isConnectionLoss, isSessionExpired, isZkError, toZooKeeperBackendError, ZK_ERROR } from './zookeeper-errors';
 import { ZooKeeperLockState, validUntil, zxidOf } from './zookeeper-lock-state';
+import { contenderPrefix, findOwnNode, lockPath, namespacePath, protectedPrefix } from './zookeeper-node-layout';
 import {
-  ALL_MARKERS,
-  contenderPrefix,
-  excludesReaders,
-  findOwnNode,
-  lockPath,
-  namespacePath,
-  protectedPrefix,
-  sortContenders,
-} from './zookeeper-node-layout';
-import { CREATE_MODE, hex, ZooKeeperSession } from './zookeeper-session';
-
-/** Upper bound of the pause before a retry when the server keeps failing, so nothing spins. */
-const MAX_BACKOFF_MS = 1_000;
-/** A release elsewhere may delete the empty lock path between our parent create and our node create. */
-const MAX_PARENT_ATTEMPTS = 5;
-
-function backoff(failures: number): number {
-  return Math.min(MAX_BACKOFF_MS, 50 * 2 ** failures);
-}
-
-/** What an acquisition needs from its backend. */
-export interface AcquisitionContext {
-  readonly session: ZooKeeperSession;
-  readonly ownNodes: OwnNodeWatches;
-  /** Data of every contender node (Curator's default: this host's address). */
-  readonly nodeData: Buffer;
-  /** Registers clean-up work with the backend, so close() can wait for it. */
-  track(work: Promise<unknown>): void;
-}
-
-/**
- * Another Curator recipe on the same queue skeleton (LeaderLatch: marker `latch-`, the participant id as data).
- * Its nodes sort among themselves by the text after `marker`; the first one is granted.
- */
-export interface ContenderRecipe {
-  readonly marker: string;
-  readonly nodeData: Buffer;
-  /** The queue's parent path when it is not the key's lock path (a semaphore's `locks` and `leases` children). */
-  readonly parent?: string;
-  /**
-   * Count-based admission (a semaphore's leases): our node is granted while the parent has at most `limit`
-   * children, ours included, and a waiter watches the children list instead of a predecessor.
-   */
-  readonly limit?: number;
-}
-
-/** Our node in the queue. */
-interface Contender {
-  readonly path: string;
-  readonly name: string;
-  readonly sessionId: string;
-  /** The node's creation zxid: the fencing token. */
-  readonly czxid: bigint;
-  /**
-   * The lock path's children, listed in the same pipeline as our node's Stat (a session's requests run in
-   * order, so the listing sees our node): the first locate() uses it instead of another round trip.
-   */
-  firstListing?: { readonly children: Promise<string[] | null>; readonly sentAt: number };
-}
-
-type Position =
-  /** Our turn: first in line, or a reader with no writer ahead of it. */
-  | { readonly kind: 'first'; readonly confirmedAt: number }
-  | { readonly kind: 'behind'; readonly predecessor: string }
-  /** More children than a counting recipe's limit; `watching` when the listing left a watch on the list. */
-  | { readonly kind: 'full'; readonly watching: boolean }
-  /** Our node is gone: its session expired, or someone deleted it. */
-  | { readonly kind: 'gone' };
-
-/** A one-shot wake-up. Firing it after the wait ended does nothing, so a late watch is harmless. */
-class Wakeup {
-  private resolve!: () => void;
-  readonly promise = new Promise<void>((resolve) => (this.resolve = resolve));
-  readonly fire = (): void => this.resolve();
-}
+  AcquisitionContext,
+  backoff,
+  Contender,
+  ContenderRecipe,
+  MAX_PARENT_ATTEMPTS,
+  Position,
+  positionIn,
+  Wakeup,
+} from './zookeeper-queue';
+import { CREATE_MODE, hex } from './zookeeper-session';
 
 /**
  * One acquire or tryAcquire, the way Curator's InterProcessMutex (and, for 'read'/'write', its
@@ -326,12 +261,7 @@ export class ZooKeeperAcquisition {
     }
   }
 
-  /**
-   * Lists the children and finds our place in Curator's order. A writer (or exclusive) needs to be first and
-   * watches the node just before it; a reader needs no writer before it and watches the nearest one, so a
-   * run of readers is admitted together and a writer's release wakes only the readers right behind it. A
-   * counting recipe (semaphore leases) only counts the children, as Curator's InterProcessSemaphoreV2 does.
-   */
+  /** Lists the children (or takes the listing our create came with) and finds our place (positionIn). */
   private async locate(contender: Contender, listWatcher?: () => void): Promise<Position> {
     const { session } = this.ctx;
     const listing = contender.firstListing;
@@ -341,23 +271,8 @@ export class ZooKeeperAcquisition {
       listing?.children ??
         (listWatcher ? session.watchChildren(this.parent, listWatcher) : session.getChildren(this.parent)),
     );
-    if (children === null) return { kind: 'gone' };
-    const limit = this.recipe?.limit;
-    if (limit !== undefined) {
-      if (!children.includes(contender.name)) return { kind: 'gone' };
-      return children.length <= limit
-        ? { kind: 'first', confirmedAt }
-        : { kind: 'full', watching: listing === undefined };
-    }
-    const sorted = sortContenders(children, this.recipe ? [this.recipe.marker] : ALL_MARKERS);
-    const index = sorted.indexOf(contender.name);
-    if (index < 0) return { kind: 'gone' };
-    if (this.request.mode === 'read') {
-      const writer = sorted.slice(0, index).findLast(excludesReaders);
-      return writer === undefined ? { kind: 'first', confirmedAt } : { kind: 'behind', predecessor: writer };
-    }
-    if (index === 0) return { kind: 'first', confirmedAt };
-    return { kind: 'behind', predecessor: sorted[index - 1] };
+    // A first listing came with our node's create, so it left no watch on the list.
+    return positionIn(children, contender.name, this.request.mode, this.recipe, confirmedAt, listing === undefined);
   }
 
   /** Waits before a retry. An abort now means ZooKeeper kept failing, so it is a backend error. */

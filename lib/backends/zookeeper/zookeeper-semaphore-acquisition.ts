@@ -1,6 +1,7 @@
 import type { AcquireRequest, LockGrant } from '../lock-backend.interface';
 import { delay } from '../shared/abort';
-import { AcquisitionContext, ContenderRecipe, ZooKeeperAcquisition } from './zookeeper-acquisition';
+import { ZooKeeperAcquisition } from './zookeeper-acquisition';
+import type { AcquisitionContext, ContenderRecipe } from './zookeeper-queue';
 import { isConnectionLoss } from './zookeeper-errors';
 import { asZooKeeperLockState, ZooKeeperLockState } from './zookeeper-lock-state';
 import { LEASE_MARKER, lockPath, MUTEX_MARKER, SEMAPHORE_GATE, SEMAPHORE_LEASES } from './zookeeper-node-layout';

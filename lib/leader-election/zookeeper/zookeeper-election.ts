@@ -1,6 +1,7 @@
 import type { BackendLockEvent, HeldLock, LockBackend } from '../../backends/lock-backend.interface';
 import { delay } from '../../backends/shared/abort';
-import { AcquisitionContext, ZooKeeperAcquisition } from '../../backends/zookeeper/zookeeper-acquisition';
+import { ZooKeeperAcquisition } from '../../backends/zookeeper/zookeeper-acquisition';
+import type { AcquisitionContext } from '../../backends/zookeeper/zookeeper-queue';
 import { toZooKeeperBackendError } from '../../backends/zookeeper/zookeeper-errors';
 import { LockNotSupportedError } from '../../errors';
 import { zxidOf } from '../../backends/zookeeper/zookeeper-lock-state';
