@@ -11,11 +11,12 @@ import type {
 } from './backends/lock-backend.interface';
 import { currentLockScope, lockScopeKey, runInLockScope } from './context/lock-context';
 import { currentInScope, inheritedInScope } from './context/scope-lookup';
-import { LockNotSupportedError, LockServiceClosedError, LockTimeoutError } from './errors';
+import { LockNotSupportedError, LockTimeoutError } from './errors';
 import type { LockEvent } from './lock-event';
 import { EventOrigin, LockEventHub } from './lock-event-hub';
 import type { AcquireTraceInfo, LockInstrumentation } from './lock-instrumentation';
 import { LockHandle } from './lock-handle';
+import { LockRequests } from './lock-requests';
 import {
   DEFAULT_KEY_PREFIX,
   DEFAULT_OPERATION_TIMEOUT,
@@ -25,7 +26,6 @@ import {
   ResolvedLockOptions,
 } from './lock-options';
 import { monotonicNow } from './utils/clock';
-import { newOwnerToken } from './utils/owner-token';
 import { SlotList } from './utils/slot-list';
 import { jsonSafe } from './utils/json';
 import { resolveLockOptions, validateKeyPrefix, validateLockKey } from './utils/validate';
@@ -54,7 +54,7 @@ export class LockService {
   private readonly eventHub: LockEventHub;
   private readonly instrumentations: LockInstrumentation[] = [];
   private readonly defaults: LockOptions | undefined;
-  private readonly resolvedOptions = new WeakMap<LockOptions, ResolvedLockOptions>();
+  private readonly requests: LockRequests;
   private readonly operationTimeout: number;
   private readonly calls: BackendCalls;
   private readonly handles = new SlotList<LockHandle>();
@@ -84,6 +84,7 @@ export class LockService {
       );
     }
     this.calls = new BackendCalls(backend, this.operationTimeout);
+    this.requests = new LockRequests(backend, this.keyPrefix, this.holderId, this.defaults);
   }
 
   /** Number of locks this service holds right now. */
@@ -308,61 +309,7 @@ export class LockService {
     key: string,
     options: LockOptions | undefined,
   ): { request: AcquireRequest; resolved: ResolvedLockOptions } {
-    const normalized = validateLockKey(key);
-    const resolved = this.resolveOptions(options, normalized);
-    if (this.closing) {
-      throw new LockServiceClosedError(normalized);
-    }
-    this.checkSupport(resolved);
-    const request: AcquireRequest = {
-      namespace: this.keyPrefix,
-      key: normalized,
-      token: newOwnerToken(),
-      ttl: resolved.ttl,
-      mode: resolved.mode,
-      holder: this.holderId,
-      permits: resolved.permits,
-      lockDelay: resolved.lockDelay,
-    };
-    return { request, resolved };
-  }
-
-  /**
-   * Options that cannot change (frozen, as @WithLock's are) and name their family (else it depends on the
-   * key) resolve to the same result every time, so they are resolved once.
-   */
-  private resolveOptions(options: LockOptions | undefined, key: string): ResolvedLockOptions {
-    if (options === undefined || options.family === undefined || !Object.isFrozen(options)) {
-      return resolveLockOptions(options, this.defaults, key);
-    }
-    let resolved = this.resolvedOptions.get(options);
-    if (!resolved) {
-      resolved = resolveLockOptions(options, this.defaults, key);
-      this.resolvedOptions.set(options, resolved);
-    }
-    return resolved;
-  }
-
-  private checkSupport(resolved: ResolvedLockOptions): void {
-    const supports = this.backend.supports ?? {};
-    if (resolved.mode !== 'exclusive' && !supports.readWrite) {
-      throw new LockNotSupportedError(
-        this.backend.kind,
-        `mode '${resolved.mode}'`,
-        'it has no read/write lock implementation.',
-      );
-    }
-    if (resolved.permits !== undefined && !supports.semaphore) {
-      throw new LockNotSupportedError(this.backend.kind, 'permits (semaphores)', 'it has no semaphore implementation.');
-    }
-    if (resolved.lockDelay > 0 && !supports.lockDelay) {
-      throw new LockNotSupportedError(
-        this.backend.kind,
-        'lockDelay',
-        'its locks end with their session, which leaves nothing that could keep the key blocked afterwards. ' +
-          'Use the memory, Redis, Redlock or etcd backend for a lock-delay, or check fencing tokens in the resource instead.',
-      );
-    }
+    return this.requests.prepare(key, options, this.closing !== undefined);
   }
 
   private async tryAcquirePrepared(
