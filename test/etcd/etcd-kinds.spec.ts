@@ -74,7 +74,7 @@ describe('EtcdLockBackend read/write locks and semaphores', () => {
   }
 
   it('declares read/write locks and semaphores', () => {
-    expect(backend.supports).toEqual({ readWrite: true, semaphore: true, expiry: false });
+    expect(backend.supports).toEqual({ readWrite: true, semaphore: true, expiry: false, lockDelay: true });
   });
 
   describe('read/write locks', () => {

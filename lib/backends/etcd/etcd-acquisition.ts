@@ -1,6 +1,7 @@
 import type { AcquireRequest, LockGrant } from '../lock-backend.interface';
 import { LockBackendError } from '../../errors';
 import { delay } from '../shared/abort';
+import { retryBackoff } from '../shared/backoff';
 import type { WakeReason } from './etcd-deletion-watch';
 import { contenderValue } from './etcd-key-layout';
 import { isLeaseNotFound } from './etcd-lease';
@@ -9,12 +10,6 @@ import { EtcdLockState, leaseSecondsFor, validUntil } from './etcd-lock-state';
 import type { QueueRules, WaitTarget } from './etcd-queue-rules';
 import { queueRulesFor } from './etcd-queues';
 import type { EtcdSessions, Seat } from './etcd-sessions';
-/** Upper bound of the pause before a retry, when reads or watches keep failing, so nothing spins. */
-const MAX_BACKOFF_MS = 1_000;
-
-function backoff(failures: number): number {
-  return Math.min(MAX_BACKOFF_MS, 50 * 2 ** failures);
-}
 
 /** After an abort, how long a call still outstanding may answer before we take etcd for unresponsive. */
 const ANSWER_GRACE_MS = 100;
@@ -189,13 +184,13 @@ export class EtcdAcquisition {
           );
         } catch (error) {
           if (this.signal.aborted) throw error;
-          await this.pauseAfterFailure(backoff(++failedReads), error);
+          await this.pauseAfterFailure(retryBackoff(++failedReads), error);
           continue;
         }
         failedReads = 0;
         if (entry.session.lost || !seen.present) return false;
         if (seen.blocker === undefined) return true;
-        if (failedWatches > 0) await delay(backoff(failedWatches), this.signal);
+        if (failedWatches > 0) await delay(retryBackoff(failedWatches), this.signal);
         // From the revision after our read, so a deletion between the read and the watch is not missed.
         const reason = await this.sleepUntilWoken(seen.blocker, seen.revision + 1n);
         failedWatches = reason === 'recheck' ? failedWatches + 1 : 0;

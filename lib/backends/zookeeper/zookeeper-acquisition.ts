@@ -3,12 +3,12 @@ import type { AcquireRequest, LockGrant } from '../lock-backend.interface';
 import { LockBackendError } from '../../errors';
 import { monotonicNow } from '../../utils/clock';
 import { delay, raceAbort } from '../shared/abort';
+import { retryBackoff } from '../shared/backoff';
 import { isConnectionLoss, isSessionExpired, isZkError, toZooKeeperBackendError, ZK_ERROR } from './zookeeper-errors';
 import { ZooKeeperLockState, validUntil, zxidOf } from './zookeeper-lock-state';
 import { contenderPrefix, findOwnNode, lockPath, namespacePath, protectedPrefix } from './zookeeper-node-layout';
 import {
   AcquisitionContext,
-  backoff,
   Contender,
   ContenderRecipe,
   MAX_PARENT_ATTEMPTS,
@@ -278,7 +278,7 @@ export class ZooKeeperAcquisition {
   /** Waits before a retry. An abort now means ZooKeeper kept failing, so it is a backend error. */
   private async pauseAfterFailure(failures: number, lastError: unknown): Promise<void> {
     try {
-      await delay(backoff(failures), this.signal);
+      await delay(retryBackoff(failures), this.signal);
     } catch {
       throw this.cancelledWith
         ? this.cancelledWith.error

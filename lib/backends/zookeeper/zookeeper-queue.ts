@@ -8,14 +8,8 @@ import type { ZooKeeperSession } from './zookeeper-session';
  * recipes that share that queue skeleton, where a node stands in Curator's order, and how a waiter wakes.
  */
 
-/** Upper bound of the pause before a retry when the server keeps failing, so nothing spins. */
-const MAX_BACKOFF_MS = 1_000;
 /** A release elsewhere may delete the empty lock path between our parent create and our node create. */
 export const MAX_PARENT_ATTEMPTS = 5;
-
-export function backoff(failures: number): number {
-  return Math.min(MAX_BACKOFF_MS, 50 * 2 ** failures);
-}
 
 /** What an acquisition needs from its backend. */
 export interface AcquisitionContext {
