@@ -16,7 +16,7 @@ import {
   positionIn,
   Wakeup,
 } from './zookeeper-queue';
-import { CREATE_MODE, hex } from './zookeeper-session';
+import { CREATE_MODE, hex } from './zookeeper-client-facts';
 
 /**
  * One acquire or tryAcquire, the way Curator's InterProcessMutex (and, for 'read'/'write', its

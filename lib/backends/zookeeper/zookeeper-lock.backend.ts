@@ -14,7 +14,8 @@ import { isSessionExpired, toZooKeeperBackendError } from './zookeeper-errors';
 import { asZooKeeperLockState, validUntil } from './zookeeper-lock-state';
 import { isContender, lockPath, SEMAPHORE_GATE } from './zookeeper-node-layout';
 import { ZooKeeperSemaphoreAcquisition } from './zookeeper-semaphore-acquisition';
-import { hex, ZooKeeperSession } from './zookeeper-session';
+import { hex } from './zookeeper-client-facts';
+import { ZooKeeperSession } from './zookeeper-session';
 
 export type { ZooKeeperClient } from './zookeeper-client';
 

@@ -2,12 +2,14 @@ import type { Client, Event as ZkEvent, State, Stat } from 'node-zookeeper-clien
 import { LockBackendError } from '../../errors';
 import { loadOptionalPackage } from '../../utils/optional-package';
 import { closeOwnedClient, containSocketHandlerErrors, dropSilentConnections } from './owned-client';
+import {
+  CREATE_MODE,
+  describeConnectionString,
+  readConnectionString,
+  sessionIdOf,
+  STATE,
+} from './zookeeper-client-facts';
 import { isZkError, ZK_ERROR } from './zookeeper-errors';
-
-/** Codes of node-zookeeper-client's State objects (ZooKeeper's KeeperState). */
-const STATE = { DISCONNECTED: 0, SYNC_CONNECTED: 3, AUTH_FAILED: 4, EXPIRED: -122 } as const;
-/** ZooKeeper's CreateMode flags. */
-export const CREATE_MODE = { PERSISTENT: 0, EPHEMERAL_SEQUENTIAL: 3 } as const;
 
 /**
  * What happened to the session our lock nodes live on, in Curator's terms:
@@ -316,29 +318,4 @@ export class ZooKeeperSession {
   private error(operation: string, detail: string): LockBackendError {
     return new LockBackendError('zookeeper', this.address, operation, detail);
   }
-}
-
-/** The session id as 16 hex digits, the way ZooKeeper logs it (and the Stat's ephemeralOwner). */
-export function sessionIdOf(client: Client): string {
-  return hex(client.getSessionId());
-}
-
-export function hex(bytes: Buffer): string {
-  return Buffer.from(bytes).toString('hex');
-}
-
-/** The connection string of an app's client (node-zookeeper-client keeps it on a private field). */
-function readConnectionString(client: Client): string {
-  const parser = (
-    client as unknown as { connectionManager?: { connectionStringParser?: { getConnectionString?(): string } } }
-  ).connectionManager?.connectionStringParser;
-  return parser?.getConnectionString?.() ?? 'unknown ZooKeeper ensemble';
-}
-
-/** `host:port,...[/chroot]` without any `user:password@` someone may have put in. */
-export function describeConnectionString(connectionString: string): string {
-  return connectionString
-    .split(',')
-    .map((server) => server.trim().replace(/^[^@/]*@/, ''))
-    .join(',');
 }
