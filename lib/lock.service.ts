@@ -14,7 +14,7 @@ import { currentInScope, inheritedInScope } from './context/scope-lookup';
 import { LockNotSupportedError, LockTimeoutError } from './errors';
 import type { LockEvent } from './lock-event';
 import { EventOrigin, LockEventHub } from './lock-event-hub';
-import type { AcquireTraceInfo, LockInstrumentation } from './lock-instrumentation';
+import { AcquireTracing, LockInstrumentation } from './lock-instrumentation';
 import { LockHandle } from './lock-handle';
 import { LockRequests } from './lock-requests';
 import {
@@ -52,7 +52,7 @@ export class LockService {
    */
   readonly events$: Observable<LockEvent>;
   private readonly eventHub: LockEventHub;
-  private readonly instrumentations: LockInstrumentation[] = [];
+  private readonly tracing: AcquireTracing;
   private readonly defaults: LockOptions | undefined;
   private readonly requests: LockRequests;
   private readonly operationTimeout: number;
@@ -76,6 +76,7 @@ export class LockService {
     this.defaults = options.defaults && Object.freeze({ ...options.defaults });
     this.holderId = `${hostname()}/${process.pid}/${options.instanceId ?? randomBytes(4).toString('hex')}`;
     this.eventHub = new LockEventHub(backend.kind, this.holderId);
+    this.tracing = new AcquireTracing(backend.kind, this.holderId);
     this.events$ = this.eventHub.events$;
     this.operationTimeout = options.operationTimeout ?? DEFAULT_OPERATION_TIMEOUT;
     if (!(this.operationTimeout > 0) || !Number.isFinite(this.operationTimeout)) {
@@ -103,7 +104,7 @@ export class LockService {
    */
   async acquire(key: string, options?: LockOptions): Promise<LockHandle> {
     const { request, resolved } = this.prepare(key, options);
-    return this.traced('acquire', request, resolved, () => this.acquirePrepared(request, resolved));
+    return this.tracing.trace('acquire', request, resolved, () => this.acquirePrepared(request, resolved));
   }
 
   /**
@@ -113,7 +114,7 @@ export class LockService {
    */
   acquireCancellable(key: string, options: LockOptions | undefined, onWait?: WaitHook): Promise<LockHandle> {
     const { request, resolved } = this.prepare(key, options);
-    return this.traced('acquire', request, resolved, () => this.acquirePrepared(request, resolved, onWait));
+    return this.tracing.trace('acquire', request, resolved, () => this.acquirePrepared(request, resolved, onWait));
   }
 
   /** Chained rather than async: each await would be another promise on the path of every request. */
@@ -176,7 +177,7 @@ export class LockService {
   /** One attempt; resolves null at once when the key is busy. */
   async tryAcquire(key: string, options?: LockOptions): Promise<LockHandle | null> {
     const { request, resolved } = this.prepare(key, options);
-    return this.traced('tryAcquire', request, resolved, () =>
+    return this.tracing.trace('tryAcquire', request, resolved, () =>
       this.tryAcquirePrepared(request, resolved, monotonicNow()),
     );
   }
@@ -186,34 +187,7 @@ export class LockService {
    * Metrics and logs need no hook: they subscribe to `events$`.
    */
   instrument(instrumentation: LockInstrumentation): () => void {
-    this.instrumentations.push(instrumentation);
-    return () => {
-      const index = this.instrumentations.indexOf(instrumentation);
-      if (index >= 0) this.instrumentations.splice(index, 1);
-    };
-  }
-
-  private traced<T>(
-    operation: 'acquire' | 'tryAcquire',
-    request: AcquireRequest,
-    resolved: ResolvedLockOptions,
-    run: () => Promise<T>,
-  ): Promise<T> {
-    if (this.instrumentations.length === 0) return run();
-    const info: AcquireTraceInfo = {
-      operation,
-      key: request.key,
-      namespace: request.namespace,
-      family: resolved.family,
-      mode: resolved.mode,
-      backend: this.backend.kind,
-      holder: this.holderId,
-    };
-    return this.instrumentations.reduceRight<() => Promise<T>>(
-      (next, instrumentation) => () =>
-        instrumentation.traceAcquire ? instrumentation.traceAcquire(info, next) : next(),
-      run,
-    )();
+    return this.tracing.add(instrumentation);
   }
 
   /**
