@@ -10,6 +10,12 @@ import { acquireRound, type Round } from './redlock-round';
 import { settleWithin, type RedlockSet } from './redlock-set';
 import { SentCalls } from './sent-calls';
 
+/** Longest a failed acquire waits for its clean-up before it rejects (the core allows an aborted wait 1 s). */
+const CLEANUP_WAIT_MS = 300;
+
+/** How long a waiter woken by a minority of instances waits for the others' wake before it goes anyway. */
+const STRAGGLER_WAIT_MS = 10;
+
 /**
  * One acquire() that waits: rounds until a majority grants.
  *
@@ -30,6 +36,9 @@ export class RedlockWaiter {
   private readonly subscriptions: ChannelSubscription[] = [];
   private readonly ticket: WaiterTicket;
   private lastProblem: LockQuorumError | undefined;
+  /** The instances whose release named us since the last round began. */
+  private readonly wokenBy = new Set<RedlockInstance>();
+  private straggler?: NodeJS.Timeout;
 
   constructor(
     private readonly set: RedlockSet,
@@ -46,6 +55,9 @@ export class RedlockWaiter {
     try {
       for (;;) {
         this.wakeup.reset();
+        this.wokenBy.clear();
+        clearTimeout(this.straggler);
+        this.straggler = undefined;
         const { round } = await acquireRound(this.set, this.request, {
           operation: 'acquire',
           signal: this.signal,
@@ -76,34 +88,41 @@ export class RedlockWaiter {
         });
       }
     } finally {
+      clearTimeout(this.straggler);
       this.subscriptions.forEach((subscription) => subscription.unsubscribe());
       // Granted: the instances that granted took the entry back themselves; the rest still hold it, which
       // would hold their readers back (or be woken for nothing) until it expired.
       const left = this.leave(this.sent.sentTo.filter((instance) => !grantedBy?.includes(instance)));
-      // Not granted: the caller learns of the failure only once nothing of this waiter is left (bounded).
-      if (!grantedBy) await settleWithin(left, this.set.settings.requestTimeout);
+      // Not granted: the caller learns of the failure once nothing of this waiter is left on the instances that
+      // answer; briefly, as the core gives an aborted wait little time. The others get it when they are back
+      // (ioredis resends), else the entries expire after waiterTtl.
+      if (!grantedBy) {
+        const reachable = [...left].filter(([instance]) => !instance.unreachable()).map(([, done]) => done);
+        await settleWithin(Promise.all(reachable), Math.min(this.set.settings.requestTimeout, CLEANUP_WAIT_MS));
+      }
     }
   }
 
   /** Takes the entry back on `instances`, each after every call this waiter sent there settled. */
-  private leave(instances: readonly RedlockInstance[]): Promise<unknown> {
+  private leave(instances: readonly RedlockInstance[]): Map<RedlockInstance, Promise<void>> {
     const call = redlockLeaveCall(this.request);
-    return Promise.all(
-      instances.map((instance) =>
+    return new Map(
+      instances.map((instance) => [
+        instance,
         this.set.track(this.sent.settled(instance).then(() => this.set.cleanUp(instance, call))),
-      ),
+      ]),
     );
   }
 
   private async subscribe(): Promise<void> {
     const channel = redlockKeys(this.request.namespace, this.request.key).channel;
     const token = this.request.token;
-    // Only a message naming us ('*' too: other versions' scripts) is ours; the rest wakes other waiters.
-    const onMessage = (message: string) => {
-      if (message === '*' || message === token || message.split(' ').includes(token)) this.wakeup.notify();
-    };
     for (const instance of this.set.instances) {
       if (instance.unreachable()) continue;
+      // Only a message naming us ('*' too: other versions' scripts) is ours; the rest wakes other waiters.
+      const onMessage = (message: string) => {
+        if (message === '*' || message === token || message.split(' ').includes(token)) this.wokenOn(instance);
+      };
       this.subscriptions.push(instance.sharedSubscriber().subscribe(channel, onMessage));
     }
     // Instances that are down never confirm; missed messages only cost a re-check, so do not wait long.
@@ -118,6 +137,22 @@ export class RedlockWaiter {
       bound.dispose();
     }
     if (this.signal.aborted) throw this.signal.reason;
+  }
+
+  /**
+   * A release reaches the instances one by one, and each wakes us: going at the first message would often find
+   * the others still held (a split vote, given back, retried). So go once a majority woke us, or shortly after
+   * the first wake if no majority does (we are not the head everywhere, a message was lost).
+   */
+  private wokenOn(instance: RedlockInstance): void {
+    this.wokenBy.add(instance);
+    if (this.wokenBy.size >= this.set.quorum) {
+      clearTimeout(this.straggler);
+      this.wakeup.notify();
+    } else if (!this.straggler) {
+      this.straggler = setTimeout(this.wakeup.notify, STRAGGLER_WAIT_MS);
+      this.straggler.unref?.();
+    }
   }
 
   private pause(round: Round): number {
