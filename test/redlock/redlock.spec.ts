@@ -3,7 +3,8 @@ import { performance } from 'node:perf_hooks';
 import Redis from 'ioredis';
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import { EXTEND_SCRIPT } from '../../lib/backends/redis/extend.lua';
-import { LEAVE_LOCK_SCRIPT } from '../../lib/backends/redis/leave.lua';
+import { REDLOCK_LEAVE_SCRIPT } from '../../lib/backends/redlock/redlock-release.lua';
+import { redlockKeys } from '../../lib/backends/redlock/redlock-calls';
 import { LockQuorumError } from '../../lib/errors';
 import { RedlockBackend, type RedlockBackendOptions } from '../../lib/backends/redlock/redlock.backend';
 import { LockBackendError, LockNotSupportedError, LockTimeoutError } from '../../lib/errors';
@@ -94,10 +95,7 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     const lock = await locks.acquire('doc', { ttl: 10_000 });
     const names = redisLockKeys(ns, 'doc');
     const values = await Promise.all(admins.map((admin) => admin.get(names.lock)));
-    // A grant through acquire() may carry the waiter marker (' w'): its release then publishes.
-    expect(values.filter((value) => value === lock.token || value === `${lock.token} w`).length).toBeGreaterThanOrEqual(
-      quorum,
-    );
+    expect(values.filter((value) => value === lock.token).length).toBeGreaterThanOrEqual(quorum);
     const counters = await Promise.all(admins.map(async (admin) => BigInt((await admin.get(names.fence)) ?? '0')));
     expect(counters.filter((counter) => counter >= lock.fencingToken).length).toBeGreaterThanOrEqual(quorum);
     expect(await locks.isLocked('doc')).toBe(true);
@@ -173,29 +171,31 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     for (let index = 0; index < quorum; index++) expect(await admins[index].get(names.lock)).toBe('someone-else');
   });
 
-  it('a writer granted by a majority takes back the intent it left on the instances that answered busy', async () => {
-    const names = redisLockKeys(ns, 'minority');
+  it('a writer granted by a majority takes back the waiter entry it left on the instances that answered busy', async () => {
+    const names = redlockKeys(ns, 'minority');
     // A stale holder on instance 0 for long, and on instances 1..quorum-1 briefly: the first rounds are busy
-    // (so the waiting writer registers its intent everywhere), then a majority frees up while instance 0 stays busy.
+    // (so the waiting writer puts its entry in line everywhere), then a majority frees up while instance 0 stays busy.
     await admins[0].set(names.lock, 'stale-holder', 'PX', 20_000);
     for (let index = 1; index < quorum; index++) await admins[index].set(names.lock, 'brief-holder', 'PX', 400);
     const locks = service({ recheckInterval: 100 });
     const lock = await locks.acquire('minority', { ttl: 10_000, waitTimeout: 10_000 });
-    // Still the stale holder's, marked by our waiting writer (so its release would have woken us).
-    expect(await admins[0].get(names.lock)).toBe('stale-holder w');
-    // Without taking it back, the intent would keep instance 0's readers out until it expired (waiterTtl, 5 s).
-    await eventually(async () => (await admins[0].exists(names.writersWaiting)) === 0, 2_000);
+    expect(await admins[0].get(names.lock)).toBe('stale-holder');
+    // Without taking it back, the entry (and its reservation) would stay in line on instance 0 until it expired (waiterTtl, 5 s).
+    await eventually(
+      async () => (await admins[0].exists(names.waiters, names.waitersExpiry, names.reservation)) === 0,
+      2_000,
+    );
     await lock.release();
   });
 
-  it("takes a writer's intent back behind a busy answer that came after the grant (NOSCRIPT, then EVAL)", async () => {
-    const names = redisLockKeys(ns, 'late-busy');
+  it("takes a waiter's entry back behind a busy answer that came after the grant (NOSCRIPT, then EVAL)", async () => {
+    const names = redlockKeys(ns, 'late-busy');
     const last = admins[count - 1];
     await last.set(names.lock, 'stale-holder', 'PX', 20_000);
     // The last instance restarted (no scripts) but has since loaded the leave script, and it is stuck for a moment:
     // its acquire meets NOSCRIPT after the others decided the round, and is sent again as EVAL, after the leave.
     await last.script('FLUSH');
-    await last.script('LOAD', LEAVE_LOCK_SCRIPT.source);
+    await last.script('LOAD', REDLOCK_LEAVE_SCRIPT.source);
     await last.config('RESETSTAT');
     const redlock = backend();
     const request = { namespace: ns, key: 'late-busy', token: randomUUID(), ttl: 10_000 };
@@ -209,9 +209,12 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     await stuck;
     await busy.quit();
     await eventually(async () => /cmdstat_eval:calls=[1-9]/.test(await last.info('commandstats')), 2_000);
-    // Without waiting for that EVAL, the intent would stay until it expired (waiterTtl, 5 s).
-    await eventually(async () => (await last.exists(names.writersWaiting)) === 0, 2_000);
-    expect(await last.get(names.lock)).toBe('stale-holder w');
+    // Without waiting for that EVAL, the entry would stay until it expired (waiterTtl, 5 s).
+    await eventually(
+      async () => (await last.exists(names.waiters, names.waitersExpiry, names.reservation)) === 0,
+      2_000,
+    );
+    expect(await last.get(names.lock)).toBe('stale-holder');
     await redlock.release({ ...request, fencingToken: grant.fencingToken });
   });
 
