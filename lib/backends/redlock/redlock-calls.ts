@@ -1,5 +1,5 @@
 import type { AcquireRequest } from '../lock-backend.interface';
-import { kindOf, type ScriptCall } from '../redis/lock-calls';
+import { kindOf, type ScriptCall, serverTtl } from '../redis/lock-calls';
 import { redisLockKeys, type RedisLockKeys } from '../redis/redis-keys';
 import { REDLOCK_ACQUIRE_READ_SCRIPT, REDLOCK_ACQUIRE_SCRIPT } from './redlock-acquire.lua';
 import { REDLOCK_LEAVE_SCRIPT, REDLOCK_RELEASE_READ_SCRIPT, REDLOCK_RELEASE_SCRIPT } from './redlock-release.lua';
@@ -54,7 +54,7 @@ export function redlockAcquireCall(
     keys: [keys.lock, keys.fence, keys.readers, keys.waiters, keys.waitersExpiry, keys.reservation],
     args: [
       request.token,
-      request.ttl,
+      serverTtl(request.ttl, request),
       waiter ? waiter.ticket : '',
       waiter?.waiterTtl ?? 0,
       fenceRetention,
