@@ -128,13 +128,19 @@ local function leave_queue(queue, expiry, entry)
   redis.call('ZREM', expiry, entry)
 end
 
+-- A handoff writer's entry also carries the PX to grant it with: 'g' .. token .. ' ' .. px (see LUA_HANDOFF).
+local function entry_token(entry)
+  if string.sub(entry, 1, 1) == 'g' then return string.match(entry, '^g(%S+)') or '' end
+  return string.sub(entry, 2)
+end
+
 local function publish_tokens(channel, entries)
   if #entries == 0 then
     redis.call('PUBLISH', channel, '*')
     return
   end
   local tokens = {}
-  for i, entry in ipairs(entries) do tokens[i] = string.sub(entry, 2) end
+  for i, entry in ipairs(entries) do tokens[i] = entry_token(entry) end
   redis.call('PUBLISH', channel, table.concat(tokens, ' '))
 end
 `;
@@ -153,13 +159,52 @@ local function wake_lock(queue, expiry, channel, fifo)
     local _, now = server_time()
     purge_queue(queue, expiry, now)
     for i, entry in ipairs(redis.call('LRANGE', queue, 0, 99)) do
-      local kind = string.sub(entry, 1, 1)
-      if kind == 'w' and i > 1 then break end
+      local writer = string.sub(entry, 1, 1) ~= 'r'
+      if writer and i > 1 then break end
       heads[#heads + 1] = entry
-      if kind == 'w' then break end
+      if writer then break end
     end
   end
   publish_tokens(channel, heads)
+end
+`;
+
+/**
+ * Grant on release ('fifo' fairness, exclusive/write waiters). A waiting writer's queue entry is
+ * 'g' .. token .. ' ' .. px: all a grant needs. When the lock key has just become free (its holder released
+ * it, or a waiter left), the live head of the queue, if it is such a writer, is popped and made the holder
+ * right here: SET lock (marked as waited for when others still queue) PX px, a fencing token from
+ * next_fence, and one PUBLISH 'g <token> <fencingToken> <server ms>' that only that waiter acts on. So a
+ * handoff costs one message, and no other waiter wakes. Any other head (readers, or a 'w' writer of a process
+ * running an older version) is woken as wake_lock does. Needs LUA_SERVER_TIME, LUA_NEXT_FENCE, LUA_QUEUE and
+ * LUA_WAKE_LOCK. The waiter computes its validity from the server ms (see handoffValidityEnd). A waiter whose
+ * message is lost finds the lock already its own on its next attempt (ACQUIRE_SCRIPT re-grants it).
+ */
+export const LUA_HANDOFF = `
+local function hand_off(lock, fence, queue, expiry, channel, retain)
+  if redis.call('EXISTS', queue) == 0 then
+    redis.call('PUBLISH', channel, '*')
+    return
+  end
+  local _, now = server_time()
+  purge_queue(queue, expiry, now)
+  local head = redis.call('LINDEX', queue, 0)
+  while head and string.sub(head, 1, 1) == 'g' do
+    redis.call('LPOP', queue)
+    redis.call('ZREM', expiry, head)
+    local token, px = string.match(head, '^g(%S+) (%d+)$')
+    if token then
+      local value = token
+      if redis.call('EXISTS', queue) == 1 then value = token .. '${WAITED_SUFFIX}' end
+      redis.call('SET', lock, value, 'PX', px)
+      local fencing = next_fence(fence, tonumber(px), retain)
+      redis.call('PUBLISH', channel, 'g ' .. token .. ' ' .. fencing .. ' ' .. now)
+      return
+    end
+    -- A malformed entry (manual tampering): dropped, the next one gets its turn.
+    head = redis.call('LINDEX', queue, 0)
+  end
+  wake_lock(queue, expiry, channel, true)
 end
 `;
 

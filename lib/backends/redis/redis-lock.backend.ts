@@ -28,7 +28,7 @@ import { fenceRetentionOf } from './fence-retention';
 import { runBatch } from './script-batch';
 import { storedToken, withStoredToken } from './stored-token';
 import { inspectRedis } from './redis-inspect';
-import { validityEnd } from './validity';
+import { handoffValidityEnd, validityEnd } from './validity';
 import { Wakeup } from './wakeup';
 
 export type { IoRedisLockClient, NodeRedisLockClient, RedisConnectionOptions, RedisLockClient } from './redis-client';
@@ -57,12 +57,18 @@ export interface RedisLockBackendTuning {
    */
   recheckInterval?: number;
   /**
-   * 'none' (default): a release wakes every waiter of the key and the fastest one wins; a waiting writer still
-   * holds new readers back, so readers cannot starve it. 'fifo': waiters join a queue on the server and are
-   * granted strictly in arrival order; a release wakes only the head (like Redisson's fair lock).
-   * FIFO costs throughput: the key stays idle while the head wakes up, and each waiter refreshes its queue entry
-   * every `waiterTtl / 3`. Use the same setting in every process that locks the same keys: a 'none' waiter never
-   * overtakes a FIFO queue, but it is not in it either, so it only gets in once the queue is empty.
+   * 'fifo' (default): waiters join a queue on the server and are granted strictly in arrival order, across all
+   * processes. An exclusive (or write) lock's release hands the lock straight to the queue's head: the release
+   * script makes it the holder and publishes one message that only that waiter acts on, so a handoff costs
+   * no retry round trip and wakes nobody else. Readers and semaphore waiters at the head are woken and retry.
+   * Each waiter refreshes its queue entry every `waiterTtl / 3`. A waiter that dies while queued can still be
+   * granted the lock until its entry expires (`waiterTtl` after its last refresh); the key then stays blocked
+   * for that grant's ttl, as after a holder that died.
+   * 'none': a release wakes one waiter per process and the fastest wins; a waiting writer still holds new
+   * readers back. It lets a process retake a lock it just released (more grants per second for one process,
+   * fewer for the others, and long tail waits). Use the same setting in every process that locks the same
+   * keys: a 'none' waiter never overtakes a FIFO queue, but it is not in it either, so it only gets in once the
+   * queue is empty.
    */
   fairness?: RedisFairness;
   /**
@@ -94,9 +100,12 @@ const CLEANUP_TIMEOUT_MS = 1_000;
 /** The outcome of one acquire script run. */
 type Attempt =
   | { readonly granted: LockGrant }
-  | { readonly busyFor: number }
+  /** `sentAt` (ours) and `serverTime` (the server's ms, when told): for a handoff's validity. */
+  | { readonly busyFor: number; readonly sentAt: number; readonly serverTime?: number }
   /** Granted, but the answer came after the lock's validity had passed; it was released again. */
   | { readonly tooLateBy: number };
+
+type BusyAttempt = Extract<Attempt, { busyFor: number }>;
 
 /** A waiter's acquire call in flight: its queue entry is only taken back after it settled. */
 interface InFlight {
@@ -143,7 +152,7 @@ export class RedisLockBackend implements LockBackend {
         `RedisLockBackend: recheckInterval must be a positive number of ms, got ${this.recheckInterval}.`,
       );
     }
-    this.fairness = options.fairness ?? 'none';
+    this.fairness = options.fairness ?? 'fifo';
     if (this.fairness !== 'none' && this.fairness !== 'fifo') {
       throw new TypeError(
         `RedisLockBackend: fairness must be 'none' or 'fifo', got ${JSON.stringify(options.fairness)}.`,
@@ -225,7 +234,10 @@ export class RedisLockBackend implements LockBackend {
     return (
       (await this.call(
         'release',
-        runCall(this.client, releaseCall(lock, this.fairness === 'fifo', storedToken(lock))),
+        runCall(
+          this.client,
+          releaseCall(lock, this.fairness === 'fifo', storedToken(lock), this.fenceRetention),
+        ),
       )) === 1
     );
   }
@@ -264,11 +276,22 @@ export class RedisLockBackend implements LockBackend {
         return first.granted;
       }
       if (signal.aborted) throw signal.reason;
+      // The last "busy" answer: what a handoff's validity is measured from.
+      let lastBusy = 'busyFor' in first ? first : undefined;
+      // A release granted us the lock (handoff style): its message, not yet acted on.
+      let handed: HandoffMessage | undefined;
       const wakeup = new Wakeup();
       const takesTurns = this.takesTurns(request);
       const subscription = this.sharedSubscriber().subscribe(
         channelOf(request),
         (message) => {
+          if (style === 'handoff' && message.startsWith(HANDOFF_PREFIX)) {
+            const grant = parseHandoff(message);
+            if (grant?.token !== request.token) return false;
+            handed = grant;
+            wakeup.notify();
+            return true;
+          }
           if (!this.wakes(message, request)) return false;
           // A turn goes to a waiter that will act on it: not one that is leaving or already has a wake to act on.
           if (takesTurns && (signal.aborted || wakeup.pending)) return false;
@@ -283,6 +306,16 @@ export class RedisLockBackend implements LockBackend {
       try {
         await this.subscribed(subscription, signal, inFlight);
         for (;;) {
+          if (handed) {
+            const grant = this.handedGrant(request, handed, lastBusy);
+            handed = undefined;
+            if (grant) {
+              queued = false;
+              granted = true;
+              return grant;
+            }
+            // Handed over too late to be of use (a stalled event loop): released again, we queue anew.
+          }
           actingOnWake = wakeup.pending;
           wakeup.reset();
           const outcome = await this.attempt(request, 'acquire', style, signal, inFlight);
@@ -293,7 +326,10 @@ export class RedisLockBackend implements LockBackend {
             return outcome.granted;
           }
           // After a too-late grant (already released again) the key is free: retry at once.
-          if ('busyFor' in outcome) await wakeup.wait(this.recheckDelay(outcome.busyFor, style), signal);
+          if ('busyFor' in outcome) {
+            lastBusy = outcome;
+            if (!handed) await wakeup.wait(this.recheckDelay(outcome.busyFor, style), signal);
+          }
         }
       } finally {
         // Leaving (deadline, abort, error) with a wake we took but did not see through: the next local waiter
@@ -302,8 +338,26 @@ export class RedisLockBackend implements LockBackend {
         subscription.unsubscribe();
       }
     } finally {
+      // A handoff waiter's leave also releases a grant that reached it (or was on its way) as it gave up.
       if (queued) this.leaveQuietly(request, style, inFlight.call);
     }
+  }
+
+  /**
+   * The grant a release handed us, valid from our last busy answer (see handoffValidityEnd); `undefined` when
+   * that validity has passed already or cannot be known: then the lock is released again (to the next waiter).
+   */
+  private handedGrant(
+    request: AcquireRequest,
+    handed: HandoffMessage,
+    lastBusy: BusyAttempt | undefined,
+  ): LockGrant | undefined {
+    if (lastBusy?.serverTime !== undefined) {
+      const validUntil = handoffValidityEnd(lastBusy.sentAt, lastBusy.serverTime, handed.grantedAt, request.ttl);
+      if (validUntil > performance.now()) return { fencingToken: handed.fencingToken, validUntil };
+    }
+    this.track(this.releaseQuietly(request));
+    return undefined;
   }
 
   /**
@@ -355,7 +409,7 @@ export class RedisLockBackend implements LockBackend {
     const parsed = parseAcquireReply(reply);
     if (!parsed) throw this.error(operation, `unexpected reply from the acquire script: ${JSON.stringify(reply)}`);
     if (inFlight) inFlight.answered = true;
-    if (!parsed.granted) return { busyFor: parsed.retryIn };
+    if (!parsed.granted) return { busyFor: parsed.retryIn, sentAt: startedAt, serverTime: parsed.serverTime };
     const validUntil = validityEnd(startedAt, request.ttl);
     const now = performance.now();
     if (signal?.aborted || validUntil <= now) {
@@ -405,12 +459,15 @@ export class RedisLockBackend implements LockBackend {
 
   /** Best effort: if this fails, the lock expires after its ttl. */
   private releaseQuietly(request: AcquireRequest): Promise<unknown> {
-    return runCall(this.client, releaseCall(request, this.fairness === 'fifo')).catch(() => undefined);
+    return runCall(
+      this.client,
+      releaseCall(request, this.fairness === 'fifo', request.token, this.fenceRetention),
+    ).catch(() => undefined);
   }
 
   /** Best effort, after `after` settled (so it runs after our last acquire call): else the entry expires. */
   private leaveQuietly(request: AcquireRequest, style: WaitStyle, after?: Promise<unknown>): void {
-    const call = leaveCall(request, style);
+    const call = leaveCall(request, style, this.fenceRetention);
     if (!call) return;
     const settled = (after ?? Promise.resolve()).catch(() => undefined);
     this.track(settled.then(() => runCall(this.client, call)).catch(() => undefined));
@@ -481,6 +538,22 @@ export class RedisLockBackend implements LockBackend {
       cause === undefined ? undefined : { cause },
     );
   }
+}
+
+/** A release's grant message (see LUA_HANDOFF): 'g <token> <fencingToken> <server ms>'. */
+const HANDOFF_PREFIX = 'g ';
+
+interface HandoffMessage {
+  readonly token: string;
+  readonly fencingToken: bigint;
+  /** The server's clock (ms) when it granted. */
+  readonly grantedAt: number;
+}
+
+function parseHandoff(message: string): HandoffMessage | undefined {
+  const parts = message.split(' ');
+  if (parts.length !== 4 || !/^\d+$/.test(parts[2]) || !/^\d+$/.test(parts[3])) return undefined;
+  return { token: parts[1], fencingToken: BigInt(parts[2]), grantedAt: Number(parts[3]) };
 }
 
 function messageOf(error: unknown): string {
