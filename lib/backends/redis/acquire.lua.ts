@@ -14,8 +14,9 @@ import { RedisScript } from './redis-script';
  * KEYS: [1] lock, [2] fence, [3] readers, [4] writers-waiting, [5] queue, [6] queue expiry.
  * ARGV: [1] owner token, [2] ttl ms (the PX), [3] how a busy caller waits: '' (it does not), 'intent' (register
  *       in writers-waiting, which holds new readers back), 'queue' (FIFO entry 'w' .. token, woken by a message)
- *       or 'handoff' (FIFO entry 'g' .. token .. ' ' .. px: a release grants it the lock, see LUA_HANDOFF),
- *       [4] waiter ttl ms, [5] how long in ms the fencing counter outlives the ttl (see LUA_NEXT_FENCE).
+ *       or 'handoff' (FIFO entry 'g' .. token .. ' ' .. px .. ' ' .. ARGV[6]: a release grants it the lock,
+ *       see LUA_HANDOFF), [4] waiter ttl ms, [5] how long in ms the fencing counter outlives the ttl (see
+ *       LUA_NEXT_FENCE), [6] handoff only: '<check> <grant channel>' (see LUA_HANDOFF).
  * Returns {1, fencingToken} when granted, {0, ms until something may change (-1: unknown), server ms} when busy.
  *
  * A 'handoff' waiter that finds the lock already its own was granted it by a release whose message it has
@@ -43,6 +44,11 @@ if redis.call('EXISTS', lock, readers, queue) == 0 then
   end
   return {1, next_fence(fence, tonumber(ttl), tonumber(ARGV[5]))}
 end
+-- A try (it does not wait) at a held lock: nothing to register, no queue to look at.
+if join == '' then
+  local pttl = redis.call('PTTL', lock)
+  if pttl ~= -2 then return {0, pttl} end
+end
 `,
     LUA_SERVER_TIME,
     LUA_EXPIRING_MEMBERS,
@@ -53,7 +59,7 @@ local waiter_ttl = tonumber(ARGV[4])
 local _, now = server_time()
 local queued = join == 'queue' or join == 'handoff'
 local entry = 'w' .. token
-if join == 'handoff' then entry = 'g' .. token .. ' ' .. ttl end
+if join == 'handoff' then entry = 'g' .. token .. ' ' .. ttl .. ' ' .. ARGV[6] end
 local wait_hint = redis.call('PTTL', lock)
 if join == 'handoff' and wait_hint ~= -2 then
   local value = redis.call('GET', lock)

@@ -69,8 +69,22 @@ export function channelOf(request: Pick<AcquireRequest, 'namespace' | 'key' | 'p
 
 const ENTRY_PREFIX: Record<LockKind, string> = { write: 'w', read: 'r', semaphore: 's' };
 
-function queueEntry(request: AcquireRequest, style: WaitStyle): string {
-  if (style === 'handoff') return `g${request.token} ${grantPx(request)}`;
+/**
+ * Where a handoff waiter's grant goes (see LUA_HANDOFF): its process's grant channel, and whether a PUBLISH
+ * that reached nobody there proves the process gone (`check`: not on Redis Cluster, which counts per node).
+ */
+export interface HandoffTarget {
+  readonly channel: string;
+  readonly check: boolean;
+}
+
+function handoffSuffix(target: HandoffTarget | undefined): string {
+  if (!target) throw new TypeError('a handoff waiter needs its grant channel');
+  return `${target.check ? '1' : '0'} ${target.channel}`;
+}
+
+function queueEntry(request: AcquireRequest, style: WaitStyle, target?: HandoffTarget): string {
+  if (style === 'handoff') return `g${request.token} ${grantPx(request)} ${handoffSuffix(target)}`;
   return ENTRY_PREFIX[kindOf(request)] + request.token;
 }
 
@@ -84,6 +98,7 @@ export function acquireCall(
   waiterTtl: number,
   fenceRetention: number,
   waits: boolean,
+  handoff?: HandoffTarget,
 ): ScriptCall {
   const kind = kindOf(request);
   // A waiting reader has no entry to register outside FIFO mode, but still marks the writer it waits for.
@@ -101,7 +116,10 @@ export function acquireCall(
   return {
     script: kind === 'read' ? ACQUIRE_READ_SCRIPT : ACQUIRE_SCRIPT,
     keys: [keys.lock, keys.fence, keys.readers, keys.writersWaiting, keys.queue, keys.queueExpiry],
-    args: [request.token, kind === 'read' ? request.ttl : grantPx(request), join, waiterTtl, fenceRetention],
+    args:
+      join === 'handoff'
+        ? [request.token, grantPx(request), join, waiterTtl, fenceRetention, handoffSuffix(handoff)]
+        : [request.token, kind === 'read' ? request.ttl : grantPx(request), join, waiterTtl, fenceRetention],
     tag: keys.tag,
   };
 }
@@ -172,6 +190,7 @@ export function leaveCall(
   request: AcquireRequest,
   style: WaitStyle,
   fenceRetention = DEFAULT_FENCE_RETENTION,
+  handoff?: HandoffTarget,
 ): ScriptCall | undefined {
   if (style === 'none') return undefined;
   if (style === 'handoff') {
@@ -179,7 +198,7 @@ export function leaveCall(
     return {
       script: LEAVE_HANDOFF_SCRIPT,
       keys: [keys.queue, keys.queueExpiry, keys.lock, keys.fence, keys.readers],
-      args: [queueEntry(request, style), keys.channel, request.token, fenceRetention],
+      args: [queueEntry(request, style, handoff), keys.channel, request.token, fenceRetention],
       tag: keys.tag,
     };
   }

@@ -128,7 +128,7 @@ local function leave_queue(queue, expiry, entry)
   redis.call('ZREM', expiry, entry)
 end
 
--- A handoff writer's entry also carries the PX to grant it with: 'g' .. token .. ' ' .. px (see LUA_HANDOFF).
+-- A handoff writer's entry also carries what a grant needs: 'g' .. token .. ' ' .. ... (see LUA_HANDOFF).
 local function entry_token(entry)
   if string.sub(entry, 1, 1) == 'g' then return string.match(entry, '^g(%S+)') or '' end
   return string.sub(entry, 2)
@@ -171,14 +171,18 @@ end
 
 /**
  * Grant on release ('fifo' fairness, exclusive/write waiters). A waiting writer's queue entry is
- * 'g' .. token .. ' ' .. px: all a grant needs. When the lock key has just become free (its holder released
- * it, or a waiter left), the live head of the queue, if it is such a writer, is popped and made the holder
- * right here: SET lock (marked as waited for when others still queue) PX px, a fencing token from
- * next_fence, and one PUBLISH 'g <token> <fencingToken> <server ms>' that only that waiter acts on. So a
- * handoff costs one message, and no other waiter wakes. Any other head (readers, or a 'w' writer of a process
- * running an older version) is woken as wake_lock does. Needs LUA_SERVER_TIME, LUA_NEXT_FENCE, LUA_QUEUE and
- * LUA_WAKE_LOCK. The waiter computes its validity from the server ms (see handoffValidityEnd). A waiter whose
- * message is lost finds the lock already its own on its next attempt (ACQUIRE_SCRIPT re-grants it).
+ * 'g' .. token .. ' ' .. px .. ' ' .. check .. ' ' .. grant channel: all a grant needs. When the lock key has
+ * just become free (its holder released it, or a waiter left), the live head of the queue, if it is such a
+ * writer, is popped and made the holder right here: SET lock (marked as waited for when others still queue)
+ * PX px, a fencing token from next_fence, and one PUBLISH 'g <token> <fencingToken> <server ms>' on the
+ * waiter's own grant channel (one per process, see RedisLockBackend). So a handoff costs one message, and no
+ * other waiter wakes. With check '1', a PUBLISH that reached nobody means the waiter's process is gone (its
+ * subscriber connection closed): the next head gets the lock instead, so a dead waiter does not block the key.
+ * (Redis Cluster counts only the receivers on its own node: there check is '0'.) Any other head (readers, or a
+ * 'w' writer of a process running an older version) is woken as wake_lock does. Needs LUA_SERVER_TIME,
+ * LUA_NEXT_FENCE, LUA_QUEUE and LUA_WAKE_LOCK. The waiter computes its validity from the server ms (see
+ * handoffValidityEnd). A waiter whose message is lost finds the lock already its own on its next attempt
+ * (ACQUIRE_SCRIPT re-grants it).
  */
 export const LUA_HANDOFF = `
 local function hand_off(lock, fence, queue, expiry, channel, retain)
@@ -189,21 +193,24 @@ local function hand_off(lock, fence, queue, expiry, channel, retain)
   local _, now = server_time()
   purge_queue(queue, expiry, now)
   local head = redis.call('LINDEX', queue, 0)
+  local granted = false
   while head and string.sub(head, 1, 1) == 'g' do
     redis.call('LPOP', queue)
     redis.call('ZREM', expiry, head)
-    local token, px = string.match(head, '^g(%S+) (%d+)$')
+    -- A malformed entry (manual tampering) is dropped: the next one gets its turn.
+    local token, px, check, to = string.match(head, '^g(%S+) (%d+) ([01]) (.+)$')
     if token then
       local value = token
       if redis.call('EXISTS', queue) == 1 then value = token .. '${WAITED_SUFFIX}' end
       redis.call('SET', lock, value, 'PX', px)
+      granted = true
       local fencing = next_fence(fence, tonumber(px), retain)
-      redis.call('PUBLISH', channel, 'g ' .. token .. ' ' .. fencing .. ' ' .. now)
-      return
+      local heard = redis.call('PUBLISH', to, 'g ' .. token .. ' ' .. fencing .. ' ' .. now)
+      if heard > 0 or check == '0' then return end
     end
-    -- A malformed entry (manual tampering): dropped, the next one gets its turn.
     head = redis.call('LINDEX', queue, 0)
   end
+  if granted then redis.call('DEL', lock) end
   wake_lock(queue, expiry, channel, true)
 end
 `;

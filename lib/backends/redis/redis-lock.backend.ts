@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { ElectionBackend } from '../../leader-election/election-backend.interface';
 import { RedisElection } from '../../leader-election/redis/redis-election';
 import { LockBackendError } from '../../errors/lock-backend.error';
@@ -17,6 +18,7 @@ import {
   releaseCall,
   runCall,
   waitStyle,
+  type HandoffTarget,
   type ScriptCall,
   type WaitStyle,
 } from './lock-calls';
@@ -138,6 +140,13 @@ export class RedisLockBackend implements LockBackend {
   private readonly waiterTtl: number;
   private readonly fenceRetention: number;
   private subscriber?: ChannelSubscriber;
+  /** This backend's grant channels (one per namespace), on `subscriber`: see grantChannel. */
+  private grantChannels = new Map<string, { target: HandoffTarget; subscription: ChannelSubscription }>();
+  private grantChannelsOf?: ChannelSubscriber;
+  /** Handoff waiters of this backend by token: who acts on a grant message. */
+  private readonly handoffWaiters = new Map<string, (grant: HandoffMessage) => void>();
+  /** Names this backend's grant channels: a release's PUBLISH there reaches this process only. */
+  private readonly handoffId = randomBytes(8).toString('hex');
   /** Each waiting acquire: its abort controller (aborted by close()) and its outcome. */
   private readonly waits = new ClosableWaits();
   /** Releases of grants that arrived after their acquire was aborted. */
@@ -261,37 +270,26 @@ export class RedisLockBackend implements LockBackend {
   /**
    * One attempt first, so an uncontended acquire is a single round trip. When busy, that attempt already
    * registered how we wait (a FIFO entry, or a writer's intent). Then subscribe to the key's release channel,
-   * and only then try again, so a release between the two attempts cannot be missed. Then sleep until a
-   * release message for us, the holder's expiry, our entry's refresh time or `recheckInterval`, and retry.
+   * and only then try again, so a release between the two attempts cannot be missed. When another waiter of
+   * this process already has the channel subscribed, we subscribe before the first attempt instead, and that
+   * attempt is the only one. Then sleep until a release message for us (or, handoff style, the grant itself),
+   * the holder's expiry, our entry's refresh time or `recheckInterval`, and retry.
    * Whatever ends the wait without a grant takes our entry back (after the last call settled).
    */
   private async acquireOrWait(request: AcquireRequest, signal: AbortSignal): Promise<LockGrant> {
     const style = waitStyle(request, this.fairness === 'fifo');
     const inFlight: InFlight = {};
     let queued = style !== 'none';
-    try {
-      const first = await this.attempt(request, 'acquire', style, signal, inFlight);
-      if ('granted' in first) {
-        queued = false;
-        return first.granted;
-      }
-      if (signal.aborted) throw signal.reason;
-      // The last "busy" answer: what a handoff's validity is measured from.
-      let lastBusy = 'busyFor' in first ? first : undefined;
-      // A release granted us the lock (handoff style): its message, not yet acted on.
-      let handed: HandoffMessage | undefined;
-      const wakeup = new Wakeup();
-      const takesTurns = this.takesTurns(request);
-      const subscription = this.sharedSubscriber().subscribe(
-        channelOf(request),
+    // A release granted us the lock (handoff style): its message, not yet acted on.
+    let handed: HandoffMessage | undefined;
+    const wakeup = new Wakeup();
+    const takesTurns = this.takesTurns(request);
+    const channel = channelOf(request);
+    const subscriber = this.sharedSubscriber();
+    const subscribe = () =>
+      subscriber.subscribe(
+        channel,
         (message) => {
-          if (style === 'handoff' && message.startsWith(HANDOFF_PREFIX)) {
-            const grant = parseHandoff(message);
-            if (grant?.token !== request.token) return false;
-            handed = grant;
-            wakeup.notify();
-            return true;
-          }
           if (!this.wakes(message, request)) return false;
           // A turn goes to a waiter that will act on it: not one that is leaving or already has a wake to act on.
           if (takesTurns && (signal.aborted || wakeup.pending)) return false;
@@ -300,46 +298,72 @@ export class RedisLockBackend implements LockBackend {
         },
         { takesTurns },
       );
-      let granted = false;
-      // The attempt in flight follows a wake this waiter took.
-      let actingOnWake = false;
-      try {
+    let subscription: ChannelSubscription | undefined;
+    let granted = false;
+    // The attempt in flight follows a wake this waiter took.
+    let actingOnWake = false;
+    let handoff: HandoffTarget | undefined;
+    try {
+      if (style === 'handoff') {
+        // Subscribed before we queue: a release can grant us the lock from the moment our entry exists.
+        handoff = await this.grantChannel(request.namespace, subscriber, signal);
+        this.handoffWaiters.set(request.token, (grant) => {
+          handed = grant;
+          wakeup.notify();
+        });
+      }
+      if (subscriber.isConfirmed(channel)) subscription = subscribe();
+      const first = await this.attempt(request, 'acquire', style, signal, inFlight, handoff);
+      if ('granted' in first) {
+        queued = false;
+        granted = true;
+        return first.granted;
+      }
+      if (signal.aborted) throw signal.reason;
+      // The last "busy" answer: what a handoff's validity is measured from.
+      let lastBusy = 'busyFor' in first ? first : undefined;
+      // Subscribed only now: one more attempt, as a release may have come before the subscription.
+      let waitFirst = subscription !== undefined && lastBusy !== undefined;
+      if (!subscription) {
+        subscription = subscribe();
         await this.subscribed(subscription, signal, inFlight);
-        for (;;) {
-          if (handed) {
-            const grant = this.handedGrant(request, handed, lastBusy);
-            handed = undefined;
-            if (grant) {
-              queued = false;
-              granted = true;
-              return grant;
-            }
-            // Handed over too late to be of use (a stalled event loop): released again, we queue anew.
-          }
-          actingOnWake = wakeup.pending;
-          wakeup.reset();
-          const outcome = await this.attempt(request, 'acquire', style, signal, inFlight);
-          actingOnWake = false;
-          if ('granted' in outcome) {
+      }
+      for (;;) {
+        if (waitFirst && !handed) await wakeup.wait(this.recheckDelay(lastBusy!.busyFor, style), signal);
+        waitFirst = true;
+        if (handed) {
+          const grant = this.handedGrant(request, handed, lastBusy);
+          handed = undefined;
+          if (grant) {
             queued = false;
             granted = true;
-            return outcome.granted;
+            return grant;
           }
-          // After a too-late grant (already released again) the key is free: retry at once.
-          if ('busyFor' in outcome) {
-            lastBusy = outcome;
-            if (!handed) await wakeup.wait(this.recheckDelay(outcome.busyFor, style), signal);
-          }
+          // Handed over too late to be of use (a stalled event loop): released again, we queue anew.
         }
-      } finally {
+        actingOnWake = wakeup.pending;
+        wakeup.reset();
+        const outcome = await this.attempt(request, 'acquire', style, signal, inFlight, handoff);
+        actingOnWake = false;
+        if ('granted' in outcome) {
+          queued = false;
+          granted = true;
+          return outcome.granted;
+        }
+        if ('busyFor' in outcome) lastBusy = outcome;
+        // After a too-late grant (already released again) the key is free: retry at once.
+        else waitFirst = false;
+      }
+    } finally {
+      if (style === 'handoff') this.handoffWaiters.delete(request.token);
+      if (subscription) {
         // Leaving (deadline, abort, error) with a wake we took but did not see through: the next local waiter
         // tries instead. (An attempt that answered "busy" after the wake saw it through: the holder will publish.)
         if (!granted && (wakeup.pending || actingOnWake)) subscription.passOn('*');
         subscription.unsubscribe();
       }
-    } finally {
       // A handoff waiter's leave also releases a grant that reached it (or was on its way) as it gave up.
-      if (queued) this.leaveQuietly(request, style, inFlight.call);
+      if (queued) this.leaveQuietly(request, style, inFlight.call, handoff);
     }
   }
 
@@ -386,11 +410,12 @@ export class RedisLockBackend implements LockBackend {
     style: WaitStyle,
     signal?: AbortSignal,
     inFlight?: InFlight,
+    handoff?: HandoffTarget,
   ): Promise<Attempt> {
     const startedAt = performance.now();
     const call = runCall(
       this.client,
-      acquireCall(request, style, this.waiterTtl, this.fenceRetention, operation === 'acquire'),
+      acquireCall(request, style, this.waiterTtl, this.fenceRetention, operation === 'acquire', handoff),
     );
     if (inFlight) inFlight.call = call;
     let abortedFirst = false;
@@ -433,6 +458,39 @@ export class RedisLockBackend implements LockBackend {
     }
   }
 
+  /**
+   * This backend's grant channel for a namespace, subscribed (once, then kept until close) on the shared
+   * subscriber: releases publish the grants of this process's handoff waiters there (see LUA_HANDOFF).
+   */
+  private async grantChannel(
+    namespace: string,
+    subscriber: ChannelSubscriber,
+    signal: AbortSignal,
+  ): Promise<HandoffTarget> {
+    if (this.grantChannelsOf !== subscriber) {
+      // A new subscriber connection (the old one gave up): subscribe again there.
+      this.grantChannels = new Map();
+      this.grantChannelsOf = subscriber;
+    }
+    let entry = this.grantChannels.get(namespace);
+    if (!entry) {
+      const channel = `${namespace}:handoff:${this.handoffId}`;
+      const subscription = subscriber.subscribe(channel, (message) => {
+        const grant = parseHandoff(message);
+        if (grant) this.handoffWaiters.get(grant.token)?.(grant);
+      });
+      entry = { target: { channel, check: !this.client.isCluster }, subscription };
+      this.grantChannels.set(namespace, entry);
+      const created = entry;
+      // A failed SUBSCRIBE must not stick: the next waiter tries again.
+      subscription.ready.catch(() => {
+        if (this.grantChannels.get(namespace) === created) this.grantChannels.delete(namespace);
+      });
+    }
+    await this.subscribed(entry.subscription, signal, {});
+    return entry.target;
+  }
+
   /** The shared subscriber, created at the first wait; replaced if the client gave its connection up for good. */
   private sharedSubscriber(): ChannelSubscriber {
     if (this.closing) throw this.error('acquire', 'the backend is closed');
@@ -466,8 +524,15 @@ export class RedisLockBackend implements LockBackend {
   }
 
   /** Best effort, after `after` settled (so it runs after our last acquire call): else the entry expires. */
-  private leaveQuietly(request: AcquireRequest, style: WaitStyle, after?: Promise<unknown>): void {
-    const call = leaveCall(request, style, this.fenceRetention);
+  private leaveQuietly(
+    request: AcquireRequest,
+    style: WaitStyle,
+    after?: Promise<unknown>,
+    handoff?: HandoffTarget,
+  ): void {
+    // Without a grant channel we never queued (it is subscribed first).
+    if (style === 'handoff' && !handoff) return;
+    const call = leaveCall(request, style, this.fenceRetention, handoff);
     if (!call) return;
     const settled = (after ?? Promise.resolve()).catch(() => undefined);
     this.track(settled.then(() => runCall(this.client, call)).catch(() => undefined));
@@ -541,8 +606,6 @@ export class RedisLockBackend implements LockBackend {
 }
 
 /** A release's grant message (see LUA_HANDOFF): 'g <token> <fencingToken> <server ms>'. */
-const HANDOFF_PREFIX = 'g ';
-
 interface HandoffMessage {
   readonly token: string;
   readonly fencingToken: bigint;
@@ -552,7 +615,7 @@ interface HandoffMessage {
 
 function parseHandoff(message: string): HandoffMessage | undefined {
   const parts = message.split(' ');
-  if (parts.length !== 4 || !/^\d+$/.test(parts[2]) || !/^\d+$/.test(parts[3])) return undefined;
+  if (parts.length !== 4 || parts[0] !== 'g' || !/^\d+$/.test(parts[2]) || !/^\d+$/.test(parts[3])) return undefined;
   return { token: parts[1], fencingToken: BigInt(parts[2]), grantedAt: Number(parts[3]) };
 }
 
