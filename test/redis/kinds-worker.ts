@@ -54,7 +54,8 @@ async function main(): Promise<void> {
     Array.from({ length: config.contenders ?? 1 }, async () => {
       const lock = await locks.acquire(config.key, options);
       const start = process.hrtime.bigint();
-      if (config.role === 'turn') await send({ type: 'held', token: lock.token, fencingToken: lock.fencingToken.toString() });
+      if (config.role === 'turn')
+        await send({ type: 'held', token: lock.token, fencingToken: lock.fencingToken.toString() });
       await new Promise((resolve) => setTimeout(resolve, config.holdMs ?? 50));
       const end = process.hrtime.bigint();
       sections.push({ start: start.toString(), end: end.toString(), fencingToken: lock.fencingToken.toString() });

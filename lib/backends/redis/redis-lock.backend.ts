@@ -243,10 +243,7 @@ export class RedisLockBackend implements LockBackend {
     return (
       (await this.call(
         'release',
-        runCall(
-          this.client,
-          releaseCall(lock, this.fairness === 'fifo', storedToken(lock), this.fenceRetention),
-        ),
+        runCall(this.client, releaseCall(lock, this.fairness === 'fifo', storedToken(lock), this.fenceRetention)),
       )) === 1
     );
   }
