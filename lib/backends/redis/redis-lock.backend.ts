@@ -140,12 +140,10 @@ export class RedisLockBackend implements LockBackend {
   private readonly waiterTtl: number;
   private readonly fenceRetention: number;
   private subscriber?: ChannelSubscriber;
-  /** This backend's grant channels (one per namespace), on `subscriber`: see grantChannel. */
-  private grantChannels = new Map<string, { target: HandoffTarget; subscription: ChannelSubscription }>();
-  private grantChannelsOf?: ChannelSubscriber;
-  /** Handoff waiters of this backend by token: who acts on a grant message. */
-  private readonly handoffWaiters = new Map<string, (grant: HandoffMessage) => void>();
-  /** Names this backend's grant channels: a release's PUBLISH there reaches this process only. */
+  /**
+   * Names this backend's grant channels (`<namespace>:handoff:<id>`, subscribed while it has handoff waiters):
+   * a release's PUBLISH there reaches this process only.
+   */
   private readonly handoffId = randomBytes(8).toString('hex');
   /** Each waiting acquire: its abort controller (aborted by close()) and its outcome. */
   private readonly waits = new ClosableWaits();
@@ -300,14 +298,22 @@ export class RedisLockBackend implements LockBackend {
     // The attempt in flight follows a wake this waiter took.
     let actingOnWake = false;
     let handoff: HandoffTarget | undefined;
+    let grants: ChannelSubscription | undefined;
     try {
       if (style === 'handoff') {
         // Subscribed before we queue: a release can grant us the lock from the moment our entry exists.
-        handoff = await this.grantChannel(request.namespace, subscriber, signal);
-        this.handoffWaiters.set(request.token, (grant) => {
+        const target: HandoffTarget = {
+          channel: `${request.namespace}:handoff:${this.handoffId}`,
+          check: !this.client.isCluster,
+        };
+        grants = subscriber.subscribe(target.channel, (message) => {
+          const grant = parseHandoff(message, request.token);
+          if (!grant) return;
           handed = grant;
           wakeup.notify();
         });
+        if (!subscriber.isConfirmed(target.channel)) await this.subscribed(grants, signal, inFlight);
+        handoff = target;
       }
       if (subscriber.isConfirmed(channel)) subscription = subscribe();
       const first = await this.attempt(request, 'acquire', style, signal, inFlight, handoff);
@@ -352,7 +358,7 @@ export class RedisLockBackend implements LockBackend {
         else waitFirst = false;
       }
     } finally {
-      if (style === 'handoff') this.handoffWaiters.delete(request.token);
+      grants?.unsubscribe();
       if (subscription) {
         // Leaving (deadline, abort, error) with a wake we took but did not see through: the next local waiter
         // tries instead. (An attempt that answered "busy" after the wake saw it through: the holder will publish.)
@@ -453,39 +459,6 @@ export class RedisLockBackend implements LockBackend {
       if (abortedFirst) throw error;
       throw this.error('acquire', `could not subscribe to release messages: ${messageOf(error)}`, error);
     }
-  }
-
-  /**
-   * This backend's grant channel for a namespace, subscribed (once, then kept until close) on the shared
-   * subscriber: releases publish the grants of this process's handoff waiters there (see LUA_HANDOFF).
-   */
-  private async grantChannel(
-    namespace: string,
-    subscriber: ChannelSubscriber,
-    signal: AbortSignal,
-  ): Promise<HandoffTarget> {
-    if (this.grantChannelsOf !== subscriber) {
-      // A new subscriber connection (the old one gave up): subscribe again there.
-      this.grantChannels = new Map();
-      this.grantChannelsOf = subscriber;
-    }
-    let entry = this.grantChannels.get(namespace);
-    if (!entry) {
-      const channel = `${namespace}:handoff:${this.handoffId}`;
-      const subscription = subscriber.subscribe(channel, (message) => {
-        const grant = parseHandoff(message);
-        if (grant) this.handoffWaiters.get(grant.token)?.(grant);
-      });
-      entry = { target: { channel, check: !this.client.isCluster }, subscription };
-      this.grantChannels.set(namespace, entry);
-      const created = entry;
-      // A failed SUBSCRIBE must not stick: the next waiter tries again.
-      subscription.ready.catch(() => {
-        if (this.grantChannels.get(namespace) === created) this.grantChannels.delete(namespace);
-      });
-    }
-    await this.subscribed(entry.subscription, signal, {});
-    return entry.target;
   }
 
   /** The shared subscriber, created at the first wait; replaced if the client gave its connection up for good. */
@@ -610,9 +583,19 @@ interface HandoffMessage {
   readonly grantedAt: number;
 }
 
-function parseHandoff(message: string): HandoffMessage | undefined {
+/** The grant in `message` if it is one for `token`. */
+function parseHandoff(message: string, token: string): HandoffMessage | undefined {
+  // Every waiter of the process sees every grant of the namespace: most are for others, and cheap to skip.
+  if (!message.startsWith(token, 2)) return undefined;
   const parts = message.split(' ');
-  if (parts.length !== 4 || parts[0] !== 'g' || !/^\d+$/.test(parts[2]) || !/^\d+$/.test(parts[3])) return undefined;
+  if (
+    parts.length !== 4 ||
+    parts[0] !== 'g' ||
+    parts[1] !== token ||
+    !/^\d+$/.test(parts[2]) ||
+    !/^\d+$/.test(parts[3])
+  )
+    return undefined;
   return { token: parts[1], fencingToken: BigInt(parts[2]), grantedAt: Number(parts[3]) };
 }
 
