@@ -3,7 +3,7 @@ import type { LockMode } from '../../lib/lock-options';
 export const KINDS_WORKER_ENV = 'NDL_KINDS_WORKER_CONFIG';
 
 export interface KindsWorkerConfig {
-  role: 'hold' | 'contend';
+  role: 'hold' | 'contend' | 'turn';
   redisUrl: string;
   fairness?: 'none' | 'fifo';
   waiterTtl?: number;

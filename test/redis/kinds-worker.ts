@@ -3,6 +3,7 @@
  * test/support/ts-register.js). The shared test/workers/lock-worker.ts knows exclusive locks only; this one
  * takes a mode, permits and the backend's fairness.
  *   hold:    acquire once, report 'held', keep it (renewed) until the parent kills the process;
+ *   turn:    on 'go', acquire once (it queues), hold `holdMs`, release, report its section;
  *   contend: on 'go', run `contenders` concurrent loops of acquire -> hold `holdMs` -> release, report sections.
  */
 import Redis from 'ioredis';
@@ -53,6 +54,8 @@ async function main(): Promise<void> {
     Array.from({ length: config.contenders ?? 1 }, async () => {
       const lock = await locks.acquire(config.key, options);
       const start = process.hrtime.bigint();
+      if (config.role === 'turn')
+        await send({ type: 'held', token: lock.token, fencingToken: lock.fencingToken.toString() });
       await new Promise((resolve) => setTimeout(resolve, config.holdMs ?? 50));
       const end = process.hrtime.bigint();
       sections.push({ start: start.toString(), end: end.toString(), fencingToken: lock.fencingToken.toString() });

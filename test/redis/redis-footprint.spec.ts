@@ -117,7 +117,7 @@ describe('Redis footprint: nothing stays per lock name once its locks are gone',
   }, 30_000);
 
   it.each([
-    ['none', {}],
+    ['none', { fairness: 'none' }],
     ['fifo', { fairness: 'fifo' }],
   ] as [string, RedisLockBackendTuning][])(
     'never leaves one of our keys without expiry while locks are held and waited for (fairness %s)',

@@ -20,7 +20,7 @@ describe('Redis: LockService.inspect', () => {
   afterAll(() => client.quit());
 
   it('shows the writer with its holder id, fencing token and expiry; readers and permits with theirs', async () => {
-    const locks = new LockService(new RedisLockBackend({ client }), {
+    const locks = new LockService(new RedisLockBackend({ client, fairness: 'none' }), {
       keyPrefix: 'inspect-redis',
       instanceId: 'api 1',
     });
@@ -35,7 +35,7 @@ describe('Redis: LockService.inspect', () => {
       }),
     ]);
     expect(seen.holders[0].expiresAt! - Date.now()).toBeGreaterThan(5_000);
-    // Plain Redis waiters race for the key; nothing on the server lists them.
+    // With fairness 'none' waiters race for the key; nothing on the server lists them.
     expect(seen.waiters).toBeUndefined();
     await writer.release();
 

@@ -85,7 +85,9 @@ describe('Redis lock ownership', () => {
     await backend.release(held(second, secondGrant!));
   });
 
-  it('publishes on the key’s channel when it releases a lock someone waits for (and only then)', async () => {
+  it('without FIFO, publishes on the key’s channel when it releases a lock someone waits for (and only then)', async () => {
+    // fairness 'none'; the default ('fifo') hands the lock over instead: redis-handoff.spec.ts.
+    const racing = new RedisLockBackend({ client, fairness: 'none' });
     const subscriber = new Redis(server.url);
     const channel = redisLockKeys(NAMESPACE, 'published').channel;
     await subscriber.subscribe(channel);
@@ -93,20 +95,21 @@ describe('Redis lock ownership', () => {
     subscriber.on('message', (from: string) => messages.push(from));
     // Uncontended: nobody waits, nothing to publish.
     const alone = lockRequest('published');
-    await backend.release(held(alone, (await backend.tryAcquire(alone))!));
+    await racing.release(held(alone, (await racing.tryAcquire(alone))!));
 
     const request = lockRequest('published');
-    const grant = await backend.tryAcquire(request);
+    const grant = await racing.tryAcquire(request);
     const waiter = lockRequest('published');
-    const waiting = backend.acquire(waiter, new AbortController().signal);
+    const waiting = racing.acquire(waiter, new AbortController().signal);
     await eventually(async () => ((await client.get(redisLockKeys(NAMESPACE, 'published').lock)) ?? '').endsWith(' w'));
-    await backend.release(held(request, grant!));
-    await backend.release(held(waiter, await waiting));
+    await racing.release(held(request, grant!));
+    await racing.release(held(waiter, await waiting));
     // Our PING's reply comes after every message published before it on this connection.
     await subscriber.ping();
     // The holder's release, and the waiter's (a grant to a waiter is marked: others may wait behind it);
     // none for the uncontended one.
     expect(messages).toEqual([channel, channel]);
+    await racing.close();
     await subscriber.quit();
   });
 

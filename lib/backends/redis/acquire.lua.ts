@@ -12,10 +12,16 @@ import { RedisScript } from './redis-script';
 /**
  * Exclusive (= write) lock.
  * KEYS: [1] lock, [2] fence, [3] readers, [4] writers-waiting, [5] queue, [6] queue expiry.
- * ARGV: [1] owner token, [2] ttl ms, [3] how a busy caller waits: '' (it does not), 'intent' (register in
- *       writers-waiting, which holds new readers back) or 'queue' (FIFO entry), [4] waiter ttl ms,
- *       [5] how long in ms the fencing counter outlives the ttl (see LUA_NEXT_FENCE).
- * Returns {1, fencingToken} when granted, {0, ms until something may change (-1: unknown)} when busy.
+ * ARGV: [1] owner token, [2] ttl ms (the PX), [3] how a busy caller waits: '' (it does not), 'intent' (register
+ *       in writers-waiting, which holds new readers back), 'queue' (FIFO entry 'w' .. token, woken by a message)
+ *       or 'handoff' (FIFO entry 'g' .. token .. ' ' .. px .. ' ' .. ARGV[6]: a release grants it the lock,
+ *       see LUA_HANDOFF), [4] waiter ttl ms, [5] how long in ms the fencing counter outlives the ttl (see
+ *       LUA_NEXT_FENCE), [6] handoff only: '<check> <grant channel>' (see LUA_HANDOFF).
+ * Returns {1, fencingToken} when granted, {0, ms until something may change (-1: unknown), server ms} when busy.
+ *
+ * A 'handoff' waiter that finds the lock already its own was granted it by a release whose message it has
+ * not seen (lost on a reconnect, or still on its way): it gets the grant again, with its ttl from now and a
+ * new fencing token, which is larger than the one in that message (tokens may skip numbers, never repeat).
  *
  * The lock is free when the lock key is absent, no reader is live, and no FIFO waiter is ahead of us.
  * Uncontended, that is EXISTS, SET, TIME and SET ... GET (the fencing counter) in this one round trip.
@@ -38,6 +44,11 @@ if redis.call('EXISTS', lock, readers, queue) == 0 then
   end
   return {1, next_fence(fence, tonumber(ttl), tonumber(ARGV[5]))}
 end
+-- A try (it does not wait) at a held lock: nothing to register, no queue to look at.
+if join == '' then
+  local pttl = redis.call('PTTL', lock)
+  if pttl ~= -2 then return {0, pttl} end
+end
 `,
     LUA_SERVER_TIME,
     LUA_EXPIRING_MEMBERS,
@@ -46,8 +57,17 @@ end
     `
 local waiter_ttl = tonumber(ARGV[4])
 local _, now = server_time()
+local queued = join == 'queue' or join == 'handoff'
 local entry = 'w' .. token
+if join == 'handoff' then entry = 'g' .. token .. ' ' .. ttl .. ' ' .. ARGV[6] end
 local wait_hint = redis.call('PTTL', lock)
+if join == 'handoff' and wait_hint ~= -2 then
+  local value = redis.call('GET', lock)
+  if value == token or value == token .. '${WAITED_SUFFIX}' then
+    redis.call('PEXPIRE', lock, ttl)
+    return {1, next_fence(fence, tonumber(ttl), tonumber(ARGV[5]))}
+  end
+end
 local free = wait_hint == -2
 if free and live_members(readers, now) > 0 then
   free = false
@@ -66,31 +86,37 @@ if free then
   local value = token
   if join ~= '' then value = token .. '${WAITED_SUFFIX}' end
   redis.call('SET', lock, value, 'PX', ttl)
-  if join == 'queue' then leave_queue(queue, expiry, entry) end
+  if queued then leave_queue(queue, expiry, entry) end
   if join == 'intent' then redis.call('ZREM', waiting, token) end
   return {1, next_fence(fence, tonumber(ttl), tonumber(ARGV[5]))}
 end
-if join == 'queue' then join_queue(queue, expiry, entry, now, waiter_ttl) end
+if queued then join_queue(queue, expiry, entry, now, waiter_ttl) end
 if join == 'intent' then put_member(waiting, token, now + waiter_ttl) end
 if join ~= '' and wait_hint ~= -2 then mark_waited(lock) end
-return {0, wait_hint}
+return {0, wait_hint, now}
 `,
   ),
 );
 
 export type AcquireReply =
   | { readonly granted: true; readonly fencingToken: bigint }
-  /** `retryIn`: ms until the holder's (or the earliest blocking member's) expiry; -1 when unknown. */
-  | { readonly granted: false; readonly retryIn: number };
+  /**
+   * `retryIn`: ms until the holder's (or the earliest blocking member's) expiry; -1 when unknown.
+   * `serverTime`: the server's clock (ms) when it answered, if the script tells it (see handoffValidityEnd).
+   */
+  | { readonly granted: false; readonly retryIn: number; readonly serverTime?: number };
 
 /** Parses any acquire script's reply; `undefined` when it has another shape (a foreign script under our sha?). */
 export function parseAcquireReply(reply: unknown): AcquireReply | undefined {
-  if (!Array.isArray(reply) || reply.length !== 2) return undefined;
-  const [granted, value] = reply as unknown[];
-  if (granted === 1 && typeof value === 'string' && isDecimal(value)) {
+  if (!Array.isArray(reply) || reply.length < 2 || reply.length > 3) return undefined;
+  const [granted, value, serverTime] = reply as unknown[];
+  if (granted === 1 && reply.length === 2 && typeof value === 'string' && isDecimal(value)) {
     return { granted: true, fencingToken: BigInt(value) };
   }
-  if (granted === 0 && typeof value === 'number') return { granted: false, retryIn: value };
+  if (granted === 0 && typeof value === 'number') {
+    if (reply.length === 2) return { granted: false, retryIn: value };
+    if (typeof serverTime === 'number') return { granted: false, retryIn: value, serverTime };
+  }
   return undefined;
 }
 

@@ -39,6 +39,8 @@ interface ChannelEntry {
   /** In subscription order (a Set iterates in insertion order): turns go to the earliest. */
   readonly listeners: Set<Listener>;
   readonly ready: Promise<void>;
+  /** The server confirmed the SUBSCRIBE. */
+  confirmed: boolean;
 }
 
 /**
@@ -65,13 +67,24 @@ export class ChannelSubscriber {
     return !this.closed && this.connection.status !== 'end';
   }
 
+  /**
+   * The channel is subscribed and confirmed right now: a new subscription of it receives every message from
+   * now on, without waiting for `ready`.
+   */
+  isConfirmed(channel: string): boolean {
+    return this.channels.get(channel)?.confirmed === true;
+  }
+
   /** `onMessage` gets each message's text (our scripts publish '*' or the owner tokens to wake). */
   subscribe(channel: string, onMessage: ChannelListener, options: SubscribeOptions = {}): ChannelSubscription {
     let entry = this.channels.get(channel);
     if (!entry) {
       const created: ChannelEntry = {
         listeners: new Set(),
-        ready: this.connection.subscribe(channel).then(() => undefined),
+        ready: this.connection.subscribe(channel).then(() => {
+          created.confirmed = true;
+        }),
+        confirmed: false,
       };
       // A failed SUBSCRIBE must not stick: the next waiter of this channel tries again.
       created.ready.catch(() => {

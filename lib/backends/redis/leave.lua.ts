@@ -1,10 +1,13 @@
 import {
   lua,
   LUA_EXPIRING_MEMBERS,
+  LUA_HANDOFF,
+  LUA_NEXT_FENCE,
   LUA_QUEUE,
   LUA_SERVER_TIME,
   LUA_WAKE_LOCK,
   LUA_WAKE_SEMAPHORE,
+  WAITED_SUFFIX,
 } from './lua-snippets';
 import { RedisScript } from './redis-script';
 
@@ -33,6 +36,45 @@ if redis.call('LREM', KEYS[2], 1, ARGV[1]) == 0 then return 0 end
 redis.call('ZREM', KEYS[3], ARGV[1])
 wake_lock(KEYS[2], KEYS[3], ARGV[2], true)
 return 1
+`,
+  ),
+);
+
+/**
+ * A handoff writer (see LUA_HANDOFF) gives up. KEYS: [1] queue, [2] queue expiry, [3] lock, [4] fence,
+ * [5] readers; ARGV: [1] queue entry, [2] channel, [3] owner token, [4] fencing counter retention ms.
+ * Returns 1 when the entry was taken back, 2 when a release had already granted us the lock (our message was
+ * still on its way, or lost): that grant is released at once, so giving up never leaves a held lock behind;
+ * 0 when neither. Taking back the head's entry of a free lock hands it to the next waiter.
+ */
+export const LEAVE_HANDOFF_SCRIPT = new RedisScript(
+  'leave-handoff',
+  lua(
+    LUA_SERVER_TIME,
+    LUA_NEXT_FENCE,
+    LUA_EXPIRING_MEMBERS,
+    LUA_QUEUE,
+    LUA_WAKE_LOCK,
+    LUA_HANDOFF,
+    `
+local queue, expiry, lock, fence, readers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local channel, token, retain = ARGV[2], ARGV[3], tonumber(ARGV[4])
+if redis.call('LREM', queue, 1, ARGV[1]) == 1 then
+  redis.call('ZREM', expiry, ARGV[1])
+  if redis.call('EXISTS', lock) == 1 then return 1 end
+  local _, now = server_time()
+  if live_members(readers, now) > 0 then
+    wake_lock(queue, expiry, channel, true)
+  else
+    hand_off(lock, fence, queue, expiry, channel, retain)
+  end
+  return 1
+end
+local value = redis.call('GET', lock)
+if value ~= token and value ~= token .. '${WAITED_SUFFIX}' then return 0 end
+redis.call('DEL', lock)
+if value ~= token then hand_off(lock, fence, queue, expiry, channel, retain) end
+return 2
 `,
   ),
 );

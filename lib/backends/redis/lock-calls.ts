@@ -5,7 +5,8 @@ import { ACQUIRE_SCRIPT } from './acquire.lua';
 import { EXTEND_SHARED_SCRIPT } from './extend-shared.lua';
 import { EXTEND_SCRIPT } from './extend.lua';
 import { IS_LOCKED_SCRIPT } from './is-locked.lua';
-import { LEAVE_LOCK_SCRIPT, LEAVE_SEMAPHORE_SCRIPT } from './leave.lua';
+import { LEAVE_HANDOFF_SCRIPT, LEAVE_LOCK_SCRIPT, LEAVE_SEMAPHORE_SCRIPT } from './leave.lua';
+import { DEFAULT_FENCE_RETENTION } from './fence-retention';
 import { RAISE_FENCE_SCRIPT } from './raise-fence.lua';
 import { redisLockKey, redisLockKeys, redisSemaphoreKeys } from './redis-keys';
 import type { RedisScript, ScriptPort } from './redis-script';
@@ -38,14 +39,25 @@ export function kindOf(request: Pick<AcquireRequest, 'mode' | 'permits'>): LockK
 }
 
 /**
- * How a busy waiter waits: 'queue' = a FIFO entry (fair mode); 'intent' = a writer's intent that holds new
- * readers back (non-fair mode); 'none' = it just retries (tryAcquire, non-fair readers and semaphores).
+ * How a busy waiter waits: 'handoff' = a FIFO entry that a release grants the lock to (fair mode, writers);
+ * 'queue' = a FIFO entry woken by a message (fair mode, readers and semaphores); 'intent' = a writer's intent
+ * that holds new readers back (non-fair mode); 'none' = it just retries (tryAcquire, non-fair readers and
+ * semaphores).
  */
-export type WaitStyle = 'none' | 'intent' | 'queue';
+export type WaitStyle = 'none' | 'intent' | 'queue' | 'handoff';
 
 export function waitStyle(request: Pick<AcquireRequest, 'mode' | 'permits'>, fifo: boolean): WaitStyle {
-  if (fifo) return 'queue';
-  return kindOf(request) === 'write' ? 'intent' : 'none';
+  const kind = kindOf(request);
+  if (fifo) return kind === 'write' ? 'handoff' : 'queue';
+  return kind === 'write' ? 'intent' : 'none';
+}
+
+/**
+ * The PX an exclusive/write grant gets on the server. One place, because a handoff waiter's queue entry
+ * carries it too (the release grants with it), and leaveCall must name that entry exactly.
+ */
+export function grantPx(request: Pick<AcquireRequest, 'ttl' | 'lockDelay'>): number {
+  return serverTtl(request.ttl, request);
 }
 
 /** The pub/sub channel that announces releases of this request's lock (or semaphore). */
@@ -66,7 +78,22 @@ export function serverTtl(ttl: number, request: Pick<AcquireRequest, 'lockDelay'
 
 const ENTRY_PREFIX: Record<LockKind, string> = { write: 'w', read: 'r', semaphore: 's' };
 
-function queueEntry(request: AcquireRequest): string {
+/**
+ * Where a handoff waiter's grant goes (see LUA_HANDOFF): its process's grant channel, and whether a PUBLISH
+ * that reached nobody there proves the process gone (`check`: not on Redis Cluster, which counts per node).
+ */
+export interface HandoffTarget {
+  readonly channel: string;
+  readonly check: boolean;
+}
+
+function handoffSuffix(target: HandoffTarget | undefined): string {
+  if (!target) throw new TypeError('a handoff waiter needs its grant channel');
+  return `${target.check ? '1' : '0'} ${target.channel}`;
+}
+
+function queueEntry(request: AcquireRequest, style: WaitStyle, target?: HandoffTarget): string {
+  if (style === 'handoff') return `g${request.token} ${grantPx(request)} ${handoffSuffix(target)}`;
   return ENTRY_PREFIX[kindOf(request)] + request.token;
 }
 
@@ -80,6 +107,7 @@ export function acquireCall(
   waiterTtl: number,
   fenceRetention: number,
   waits: boolean,
+  handoff?: HandoffTarget,
 ): ScriptCall {
   const kind = kindOf(request);
   // A waiting reader has no entry to register outside FIFO mode, but still marks the writer it waits for.
@@ -97,7 +125,16 @@ export function acquireCall(
   return {
     script: kind === 'read' ? ACQUIRE_READ_SCRIPT : ACQUIRE_SCRIPT,
     keys: [keys.lock, keys.fence, keys.readers, keys.writersWaiting, keys.queue, keys.queueExpiry],
-    args: [request.token, serverTtl(request.ttl, request), join, waiterTtl, fenceRetention],
+    args:
+      join === 'handoff'
+        ? [request.token, grantPx(request), join, waiterTtl, fenceRetention, handoffSuffix(handoff)]
+        : [
+            request.token,
+            kind === 'read' ? serverTtl(request.ttl, request) : grantPx(request),
+            join,
+            waiterTtl,
+            fenceRetention,
+          ],
     tag: keys.tag,
   };
 }
@@ -121,9 +158,15 @@ export function extendCall(lock: HeldLock, ttl: number, token = lock.token): Scr
 
 /**
  * Also used for grants nobody will hold (aborted or too late), hence an AcquireRequest is enough.
- * `fifo`: the backend runs FIFO queues, so the release wakes the queue's head; without, it only publishes '*'.
+ * `fifo`: the backend runs FIFO queues, so the release hands the lock to the queue's head (or wakes it);
+ * without, it only publishes '*'. `fenceRetention`: for the fencing token of such a handoff.
  */
-export function releaseCall(lock: AcquireRequest, fifo: boolean, token = lock.token): ScriptCall {
+export function releaseCall(
+  lock: AcquireRequest,
+  fifo: boolean,
+  token = lock.token,
+  fenceRetention = DEFAULT_FENCE_RETENTION,
+): ScriptCall {
   const kind = kindOf(lock);
   const queues = fifo ? '1' : '';
   if (kind === 'semaphore') {
@@ -148,22 +191,39 @@ export function releaseCall(lock: AcquireRequest, fifo: boolean, token = lock.to
   return fifo
     ? {
         script: RELEASE_SCRIPT,
-        keys: [keys.lock, keys.queue, keys.queueExpiry],
-        args: [token, keys.channel, queues],
+        keys: [keys.lock, keys.queue, keys.queueExpiry, keys.fence],
+        args: [token, keys.channel, queues, fenceRetention],
         tag: keys.tag,
       }
     : { script: RELEASE_SCRIPT, keys: [keys.lock], args: [token, keys.channel], tag: keys.tag };
 }
 
-/** Takes a waiter's queue entry or writer's intent back; `undefined` when it has none to take back. */
-export function leaveCall(request: AcquireRequest, style: WaitStyle): ScriptCall | undefined {
+/**
+ * Takes a waiter's queue entry or writer's intent back; `undefined` when it has none to take back. A handoff
+ * waiter's leave also releases a grant it got meanwhile (see LEAVE_HANDOFF_SCRIPT).
+ */
+export function leaveCall(
+  request: AcquireRequest,
+  style: WaitStyle,
+  fenceRetention = DEFAULT_FENCE_RETENTION,
+  handoff?: HandoffTarget,
+): ScriptCall | undefined {
   if (style === 'none') return undefined;
+  if (style === 'handoff') {
+    const keys = redisLockKeys(request.namespace, request.key);
+    return {
+      script: LEAVE_HANDOFF_SCRIPT,
+      keys: [keys.queue, keys.queueExpiry, keys.lock, keys.fence, keys.readers],
+      args: [queueEntry(request, style, handoff), keys.channel, request.token, fenceRetention],
+      tag: keys.tag,
+    };
+  }
   if (kindOf(request) === 'semaphore') {
     const keys = redisSemaphoreKeys(request.namespace, request.key);
     return {
       script: LEAVE_SEMAPHORE_SCRIPT,
       keys: [keys.holders, keys.queue, keys.queueExpiry],
-      args: [queueEntry(request), keys.channel, request.permits!],
+      args: [queueEntry(request, style), keys.channel, request.permits!],
       tag: keys.tag,
     };
   }
@@ -171,7 +231,7 @@ export function leaveCall(request: AcquireRequest, style: WaitStyle): ScriptCall
   return {
     script: LEAVE_LOCK_SCRIPT,
     keys: [keys.writersWaiting, keys.queue, keys.queueExpiry],
-    args: [queueEntry(request), keys.channel, style],
+    args: [queueEntry(request, style), keys.channel, style],
     tag: keys.tag,
   };
 }

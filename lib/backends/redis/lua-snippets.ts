@@ -128,13 +128,19 @@ local function leave_queue(queue, expiry, entry)
   redis.call('ZREM', expiry, entry)
 end
 
+-- A handoff writer's entry also carries what a grant needs: 'g' .. token .. ' ' .. ... (see LUA_HANDOFF).
+local function entry_token(entry)
+  if string.sub(entry, 1, 1) == 'g' then return string.match(entry, '^g(%S+)') or '' end
+  return string.sub(entry, 2)
+end
+
 local function publish_tokens(channel, entries)
   if #entries == 0 then
     redis.call('PUBLISH', channel, '*')
     return
   end
   local tokens = {}
-  for i, entry in ipairs(entries) do tokens[i] = string.sub(entry, 2) end
+  for i, entry in ipairs(entries) do tokens[i] = entry_token(entry) end
   redis.call('PUBLISH', channel, table.concat(tokens, ' '))
 end
 `;
@@ -153,13 +159,59 @@ local function wake_lock(queue, expiry, channel, fifo)
     local _, now = server_time()
     purge_queue(queue, expiry, now)
     for i, entry in ipairs(redis.call('LRANGE', queue, 0, 99)) do
-      local kind = string.sub(entry, 1, 1)
-      if kind == 'w' and i > 1 then break end
+      local writer = string.sub(entry, 1, 1) ~= 'r'
+      if writer and i > 1 then break end
       heads[#heads + 1] = entry
-      if kind == 'w' then break end
+      if writer then break end
     end
   end
   publish_tokens(channel, heads)
+end
+`;
+
+/**
+ * Grant on release ('fifo' fairness, exclusive/write waiters). A waiting writer's queue entry is
+ * 'g' .. token .. ' ' .. px .. ' ' .. check .. ' ' .. grant channel: all a grant needs. When the lock key has
+ * just become free (its holder released it, or a waiter left), the live head of the queue, if it is such a
+ * writer, is popped and made the holder right here: SET lock (marked as waited for when others still queue)
+ * PX px, a fencing token from next_fence, and one PUBLISH 'g <token> <fencingToken> <server ms>' on the
+ * waiter's own grant channel (one per process, see RedisLockBackend). So a handoff costs one message, and no
+ * other waiter wakes. With check '1', a PUBLISH that reached nobody means the waiter's process is gone (its
+ * subscriber connection closed): the next head gets the lock instead, so a dead waiter does not block the key.
+ * (Redis Cluster counts only the receivers on its own node: there check is '0'.) Any other head (readers, or a
+ * 'w' writer of a process running an older version) is woken as wake_lock does. Needs LUA_SERVER_TIME,
+ * LUA_NEXT_FENCE, LUA_QUEUE and LUA_WAKE_LOCK. The waiter computes its validity from the server ms (see
+ * handoffValidityEnd). A waiter whose message is lost finds the lock already its own on its next attempt
+ * (ACQUIRE_SCRIPT re-grants it).
+ */
+export const LUA_HANDOFF = `
+local function hand_off(lock, fence, queue, expiry, channel, retain)
+  if redis.call('EXISTS', queue) == 0 then
+    redis.call('PUBLISH', channel, '*')
+    return
+  end
+  local _, now = server_time()
+  purge_queue(queue, expiry, now)
+  local head = redis.call('LINDEX', queue, 0)
+  local granted = false
+  while head and string.sub(head, 1, 1) == 'g' do
+    redis.call('LPOP', queue)
+    redis.call('ZREM', expiry, head)
+    -- A malformed entry (manual tampering) is dropped: the next one gets its turn.
+    local token, px, check, to = string.match(head, '^g(%S+) (%d+) ([01]) (.+)$')
+    if token then
+      local value = token
+      if redis.call('EXISTS', queue) == 1 then value = token .. '${WAITED_SUFFIX}' end
+      redis.call('SET', lock, value, 'PX', px)
+      granted = true
+      local fencing = next_fence(fence, tonumber(px), retain)
+      local heard = redis.call('PUBLISH', to, 'g ' .. token .. ' ' .. fencing .. ' ' .. now)
+      if heard > 0 or check == '0' then return end
+    end
+    head = redis.call('LINDEX', queue, 0)
+  end
+  if granted then redis.call('DEL', lock) end
+  wake_lock(queue, expiry, channel, true)
 end
 `;
 

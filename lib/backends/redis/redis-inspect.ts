@@ -51,7 +51,8 @@ export async function inspectRedis(
   const waiting = (entries: string[]) =>
     entries.map((entry): InspectedEntry => ({
       mode: entry.startsWith('r') ? 'read' : 'exclusive',
-      ...holderOf(entry.slice(1)),
+      // A handoff writer's entry goes on after its token: 'g' + token + ' ' + what a grant needs.
+      ...holderOf(entry.startsWith('g') ? entry.slice(1, entry.indexOf(' ')) : entry.slice(1)),
     }));
   // Plain waiters race for the key and are not recorded on the server: only FIFO mode can list them.
   return fifo ? { holders, waiters: [...waiting(queue), ...waiting(semaphoreQueue)] } : { holders };

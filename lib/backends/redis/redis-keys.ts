@@ -5,7 +5,8 @@
  *   <ns>:{<enc>}                            exclusive/write lock: value = owner token, PX = ttl
  *   <ns>:{<enc>}:readers                    read holders: ZSET owner token -> expiry (server ms)
  *   <ns>:{<enc>}:writers-waiting            waiting writers' intents (block new readers): ZSET token -> expiry
- *   <ns>:{<enc>}:queue                      FIFO mode: LIST of waiters ('w'|'r' + token), oldest first
+ *   <ns>:{<enc>}:queue                      FIFO mode: LIST of waiters, oldest first: 'r' + token (readers),
+ *                                           'g' + token + ' ' + what a grant needs (writers, see LUA_HANDOFF)
  *   <ns>:{<enc>}:queue:expiry               FIFO mode: ZSET queue entry -> expiry, refreshed while it waits
  *   <ns>:{<enc>}:released                   pub/sub channel: '*' wakes every waiter, else the tokens to wake
  *   <ns>:{<enc>}:semaphore                  semaphore holders: ZSET owner token -> expiry (apart from the lock)
@@ -13,6 +14,7 @@
  *   <ns>:{<enc>}:semaphore:queue:expiry     FIFO mode: ZSET queue entry -> expiry
  *   <ns>:{<enc>}:semaphore:released         pub/sub channel of the semaphore
  *   <ns>:{<enc>}:fence                      fencing counter of the name (lock, readers and semaphore alike)
+ *   <ns>:handoff:<backend id>               pub/sub channel: grants to this backend's waiting writers (no key)
  *
  * Every one of them expires: the lock with its ttl, ZSETs and queues with their last member, the counter
  * after the ttl plus a retention (LUA_NEXT_FENCE). A name that is no longer locked leaves nothing behind.

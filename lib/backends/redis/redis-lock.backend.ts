@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { ElectionBackend } from '../../leader-election/election-backend.interface';
 import { RedisElection } from '../../leader-election/redis/redis-election';
 import { LockBackendError } from '../../errors/lock-backend.error';
@@ -17,6 +18,7 @@ import {
   releaseCall,
   runCall,
   waitStyle,
+  type HandoffTarget,
   type ScriptCall,
   type WaitStyle,
 } from './lock-calls';
@@ -28,7 +30,7 @@ import { fenceRetentionOf } from './fence-retention';
 import { runBatch } from './script-batch';
 import { storedToken, withStoredToken } from './stored-token';
 import { inspectRedis } from './redis-inspect';
-import { validityEnd } from './validity';
+import { handoffValidityEnd, validityEnd } from './validity';
 import { Wakeup } from './wakeup';
 
 export type { IoRedisLockClient, NodeRedisLockClient, RedisConnectionOptions, RedisLockClient } from './redis-client';
@@ -57,12 +59,18 @@ export interface RedisLockBackendTuning {
    */
   recheckInterval?: number;
   /**
-   * 'none' (default): a release wakes every waiter of the key and the fastest one wins; a waiting writer still
-   * holds new readers back, so readers cannot starve it. 'fifo': waiters join a queue on the server and are
-   * granted strictly in arrival order; a release wakes only the head (like Redisson's fair lock).
-   * FIFO costs throughput: the key stays idle while the head wakes up, and each waiter refreshes its queue entry
-   * every `waiterTtl / 3`. Use the same setting in every process that locks the same keys: a 'none' waiter never
-   * overtakes a FIFO queue, but it is not in it either, so it only gets in once the queue is empty.
+   * 'fifo' (default): waiters join a queue on the server and are granted strictly in arrival order, across all
+   * processes. An exclusive (or write) lock's release hands the lock straight to the queue's head: the release
+   * script makes it the holder and publishes one message that only that waiter acts on, so a handoff costs
+   * no retry round trip and wakes nobody else. Readers and semaphore waiters at the head are woken and retry.
+   * Each waiter refreshes its queue entry every `waiterTtl / 3`. A waiter that dies while queued can still be
+   * granted the lock until its entry expires (`waiterTtl` after its last refresh); the key then stays blocked
+   * for that grant's ttl, as after a holder that died.
+   * 'none': a release wakes one waiter per process and the fastest wins; a waiting writer still holds new
+   * readers back. It lets a process retake a lock it just released (more grants per second for one process,
+   * fewer for the others, and long tail waits). Use the same setting in every process that locks the same
+   * keys: a 'none' waiter never overtakes a FIFO queue, but it is not in it either, so it only gets in once the
+   * queue is empty.
    */
   fairness?: RedisFairness;
   /**
@@ -94,9 +102,12 @@ const CLEANUP_TIMEOUT_MS = 1_000;
 /** The outcome of one acquire script run. */
 type Attempt =
   | { readonly granted: LockGrant }
-  | { readonly busyFor: number }
+  /** `sentAt` (ours) and `serverTime` (the server's ms, when told): for a handoff's validity. */
+  | { readonly busyFor: number; readonly sentAt: number; readonly serverTime?: number }
   /** Granted, but the answer came after the lock's validity had passed; it was released again. */
   | { readonly tooLateBy: number };
+
+type BusyAttempt = Extract<Attempt, { busyFor: number }>;
 
 /** A waiter's acquire call in flight: its queue entry is only taken back after it settled. */
 interface InFlight {
@@ -129,6 +140,11 @@ export class RedisLockBackend implements LockBackend {
   private readonly waiterTtl: number;
   private readonly fenceRetention: number;
   private subscriber?: ChannelSubscriber;
+  /**
+   * Names this backend's grant channels (`<namespace>:handoff:<id>`, subscribed while it has handoff waiters):
+   * a release's PUBLISH there reaches this process only.
+   */
+  private readonly handoffId = randomBytes(8).toString('hex');
   /** Each waiting acquire: its abort controller (aborted by close()) and its outcome. */
   private readonly waits = new ClosableWaits();
   /** Releases of grants that arrived after their acquire was aborted. */
@@ -143,7 +159,7 @@ export class RedisLockBackend implements LockBackend {
         `RedisLockBackend: recheckInterval must be a positive number of ms, got ${this.recheckInterval}.`,
       );
     }
-    this.fairness = options.fairness ?? 'none';
+    this.fairness = options.fairness ?? 'fifo';
     if (this.fairness !== 'none' && this.fairness !== 'fifo') {
       throw new TypeError(
         `RedisLockBackend: fairness must be 'none' or 'fifo', got ${JSON.stringify(options.fairness)}.`,
@@ -225,7 +241,7 @@ export class RedisLockBackend implements LockBackend {
     return (
       (await this.call(
         'release',
-        runCall(this.client, releaseCall(lock, this.fairness === 'fifo', storedToken(lock))),
+        runCall(this.client, releaseCall(lock, this.fairness === 'fifo', storedToken(lock), this.fenceRetention)),
       )) === 1
     );
   }
@@ -249,25 +265,25 @@ export class RedisLockBackend implements LockBackend {
   /**
    * One attempt first, so an uncontended acquire is a single round trip. When busy, that attempt already
    * registered how we wait (a FIFO entry, or a writer's intent). Then subscribe to the key's release channel,
-   * and only then try again, so a release between the two attempts cannot be missed. Then sleep until a
-   * release message for us, the holder's expiry, our entry's refresh time or `recheckInterval`, and retry.
+   * and only then try again, so a release between the two attempts cannot be missed. When another waiter of
+   * this process already has the channel subscribed, we subscribe before the first attempt instead, and that
+   * attempt is the only one. Then sleep until a release message for us (or, handoff style, the grant itself),
+   * the holder's expiry, our entry's refresh time or `recheckInterval`, and retry.
    * Whatever ends the wait without a grant takes our entry back (after the last call settled).
    */
   private async acquireOrWait(request: AcquireRequest, signal: AbortSignal): Promise<LockGrant> {
     const style = waitStyle(request, this.fairness === 'fifo');
     const inFlight: InFlight = {};
     let queued = style !== 'none';
-    try {
-      const first = await this.attempt(request, 'acquire', style, signal, inFlight);
-      if ('granted' in first) {
-        queued = false;
-        return first.granted;
-      }
-      if (signal.aborted) throw signal.reason;
-      const wakeup = new Wakeup();
-      const takesTurns = this.takesTurns(request);
-      const subscription = this.sharedSubscriber().subscribe(
-        channelOf(request),
+    // A release granted us the lock (handoff style): its message, not yet acted on.
+    let handed: HandoffMessage | undefined;
+    const wakeup = new Wakeup();
+    const takesTurns = this.takesTurns(request);
+    const channel = channelOf(request);
+    const subscriber = this.sharedSubscriber();
+    const subscribe = () =>
+      subscriber.subscribe(
+        channel,
         (message) => {
           if (!this.wakes(message, request)) return false;
           // A turn goes to a waiter that will act on it: not one that is leaving or already has a wake to act on.
@@ -277,33 +293,98 @@ export class RedisLockBackend implements LockBackend {
         },
         { takesTurns },
       );
-      let granted = false;
-      // The attempt in flight follows a wake this waiter took.
-      let actingOnWake = false;
-      try {
+    let subscription: ChannelSubscription | undefined;
+    let granted = false;
+    // The attempt in flight follows a wake this waiter took.
+    let actingOnWake = false;
+    let handoff: HandoffTarget | undefined;
+    let grants: ChannelSubscription | undefined;
+    try {
+      if (style === 'handoff') {
+        // Subscribed before we queue: a release can grant us the lock from the moment our entry exists.
+        const target: HandoffTarget = {
+          channel: `${request.namespace}:handoff:${this.handoffId}`,
+          check: !this.client.isCluster,
+        };
+        grants = subscriber.subscribe(target.channel, (message) => {
+          const grant = parseHandoff(message, request.token);
+          if (!grant) return;
+          handed = grant;
+          wakeup.notify();
+        });
+        if (!subscriber.isConfirmed(target.channel)) await this.subscribed(grants, signal, inFlight);
+        handoff = target;
+      }
+      if (subscriber.isConfirmed(channel)) subscription = subscribe();
+      const first = await this.attempt(request, 'acquire', style, signal, inFlight, handoff);
+      if ('granted' in first) {
+        queued = false;
+        granted = true;
+        return first.granted;
+      }
+      if (signal.aborted) throw signal.reason;
+      // The last "busy" answer: what a handoff's validity is measured from.
+      let lastBusy = 'busyFor' in first ? first : undefined;
+      // Subscribed only now: one more attempt, as a release may have come before the subscription.
+      let waitFirst = subscription !== undefined && lastBusy !== undefined;
+      if (!subscription) {
+        subscription = subscribe();
         await this.subscribed(subscription, signal, inFlight);
-        for (;;) {
-          actingOnWake = wakeup.pending;
-          wakeup.reset();
-          const outcome = await this.attempt(request, 'acquire', style, signal, inFlight);
-          actingOnWake = false;
-          if ('granted' in outcome) {
+      }
+      for (;;) {
+        if (waitFirst && !handed) await wakeup.wait(this.recheckDelay(lastBusy!.busyFor, style), signal);
+        waitFirst = true;
+        if (handed) {
+          const grant = this.handedGrant(request, handed, lastBusy);
+          handed = undefined;
+          if (grant) {
             queued = false;
             granted = true;
-            return outcome.granted;
+            return grant;
           }
-          // After a too-late grant (already released again) the key is free: retry at once.
-          if ('busyFor' in outcome) await wakeup.wait(this.recheckDelay(outcome.busyFor, style), signal);
+          // Handed over too late to be of use (a stalled event loop): released again, we queue anew.
         }
-      } finally {
+        actingOnWake = wakeup.pending;
+        wakeup.reset();
+        const outcome = await this.attempt(request, 'acquire', style, signal, inFlight, handoff);
+        actingOnWake = false;
+        if ('granted' in outcome) {
+          queued = false;
+          granted = true;
+          return outcome.granted;
+        }
+        if ('busyFor' in outcome) lastBusy = outcome;
+        // After a too-late grant (already released again) the key is free: retry at once.
+        else waitFirst = false;
+      }
+    } finally {
+      grants?.unsubscribe();
+      if (subscription) {
         // Leaving (deadline, abort, error) with a wake we took but did not see through: the next local waiter
         // tries instead. (An attempt that answered "busy" after the wake saw it through: the holder will publish.)
         if (!granted && (wakeup.pending || actingOnWake)) subscription.passOn('*');
         subscription.unsubscribe();
       }
-    } finally {
-      if (queued) this.leaveQuietly(request, style, inFlight.call);
+      // A handoff waiter's leave also releases a grant that reached it (or was on its way) as it gave up.
+      if (queued) this.leaveQuietly(request, style, inFlight.call, handoff);
     }
+  }
+
+  /**
+   * The grant a release handed us, valid from our last busy answer (see handoffValidityEnd); `undefined` when
+   * that validity has passed already or cannot be known: then the lock is released again (to the next waiter).
+   */
+  private handedGrant(
+    request: AcquireRequest,
+    handed: HandoffMessage,
+    lastBusy: BusyAttempt | undefined,
+  ): LockGrant | undefined {
+    if (lastBusy?.serverTime !== undefined) {
+      const validUntil = handoffValidityEnd(lastBusy.sentAt, lastBusy.serverTime, handed.grantedAt, request.ttl);
+      if (validUntil > performance.now()) return { fencingToken: handed.fencingToken, validUntil };
+    }
+    this.track(this.releaseQuietly(request));
+    return undefined;
   }
 
   /**
@@ -332,11 +413,12 @@ export class RedisLockBackend implements LockBackend {
     style: WaitStyle,
     signal?: AbortSignal,
     inFlight?: InFlight,
+    handoff?: HandoffTarget,
   ): Promise<Attempt> {
     const startedAt = performance.now();
     const call = runCall(
       this.client,
-      acquireCall(request, style, this.waiterTtl, this.fenceRetention, operation === 'acquire'),
+      acquireCall(request, style, this.waiterTtl, this.fenceRetention, operation === 'acquire', handoff),
     );
     if (inFlight) inFlight.call = call;
     let abortedFirst = false;
@@ -355,7 +437,7 @@ export class RedisLockBackend implements LockBackend {
     const parsed = parseAcquireReply(reply);
     if (!parsed) throw this.error(operation, `unexpected reply from the acquire script: ${JSON.stringify(reply)}`);
     if (inFlight) inFlight.answered = true;
-    if (!parsed.granted) return { busyFor: parsed.retryIn };
+    if (!parsed.granted) return { busyFor: parsed.retryIn, sentAt: startedAt, serverTime: parsed.serverTime };
     const validUntil = validityEnd(startedAt, request.ttl);
     const now = performance.now();
     if (signal?.aborted || validUntil <= now) {
@@ -405,12 +487,22 @@ export class RedisLockBackend implements LockBackend {
 
   /** Best effort: if this fails, the lock expires after its ttl. */
   private releaseQuietly(request: AcquireRequest): Promise<unknown> {
-    return runCall(this.client, releaseCall(request, this.fairness === 'fifo')).catch(() => undefined);
+    return runCall(
+      this.client,
+      releaseCall(request, this.fairness === 'fifo', request.token, this.fenceRetention),
+    ).catch(() => undefined);
   }
 
   /** Best effort, after `after` settled (so it runs after our last acquire call): else the entry expires. */
-  private leaveQuietly(request: AcquireRequest, style: WaitStyle, after?: Promise<unknown>): void {
-    const call = leaveCall(request, style);
+  private leaveQuietly(
+    request: AcquireRequest,
+    style: WaitStyle,
+    after?: Promise<unknown>,
+    handoff?: HandoffTarget,
+  ): void {
+    // Without a grant channel we never queued (it is subscribed first).
+    if (style === 'handoff' && !handoff) return;
+    const call = leaveCall(request, style, this.fenceRetention, handoff);
     if (!call) return;
     const settled = (after ?? Promise.resolve()).catch(() => undefined);
     this.track(settled.then(() => runCall(this.client, call)).catch(() => undefined));
@@ -481,6 +573,30 @@ export class RedisLockBackend implements LockBackend {
       cause === undefined ? undefined : { cause },
     );
   }
+}
+
+/** A release's grant message (see LUA_HANDOFF): 'g <token> <fencingToken> <server ms>'. */
+interface HandoffMessage {
+  readonly token: string;
+  readonly fencingToken: bigint;
+  /** The server's clock (ms) when it granted. */
+  readonly grantedAt: number;
+}
+
+/** The grant in `message` if it is one for `token`. */
+function parseHandoff(message: string, token: string): HandoffMessage | undefined {
+  // Every waiter of the process sees every grant of the namespace: most are for others, and cheap to skip.
+  if (!message.startsWith(token, 2)) return undefined;
+  const parts = message.split(' ');
+  if (
+    parts.length !== 4 ||
+    parts[0] !== 'g' ||
+    parts[1] !== token ||
+    !/^\d+$/.test(parts[2]) ||
+    !/^\d+$/.test(parts[3])
+  )
+    return undefined;
+  return { token: parts[1], fencingToken: BigInt(parts[2]), grantedAt: Number(parts[3]) };
 }
 
 function messageOf(error: unknown): string {

@@ -1,12 +1,22 @@
-import { lua, LUA_QUEUE, LUA_SERVER_TIME, LUA_WAKE_LOCK, WAITED_SUFFIX } from './lua-snippets';
+import {
+  lua,
+  LUA_HANDOFF,
+  LUA_NEXT_FENCE,
+  LUA_QUEUE,
+  LUA_SERVER_TIME,
+  LUA_WAKE_LOCK,
+  WAITED_SUFFIX,
+} from './lua-snippets';
 import { RedisScript } from './redis-script';
 
 /**
- * Exclusive (= write) lock. KEYS: [1] lock, and with FIFO queues [2] queue, [3] queue expiry;
- * ARGV: [1] owner token, [2] channel, [3] '1' when the backend runs FIFO queues, else ''.
+ * Exclusive (= write) lock. KEYS: [1] lock, and with FIFO queues [2] queue, [3] queue expiry, [4] fence;
+ * ARGV: [1] owner token, [2] channel, [3] '1' when the backend runs FIFO queues, else '',
+ *       [4] with FIFO queues: fencing counter retention ms (see LUA_NEXT_FENCE).
  * Returns 1 when deleted, 0 when the lock is no longer ours. Compare and delete in one script: an expired
- * holder can never delete the next holder's lock. Then wakes the next waiter(s): without FIFO only when a
- * waiter marked the value (LUA_MARK_WAITED), so uncontended that is GET and DEL; with FIFO see LUA_WAKE_LOCK.
+ * holder can never delete the next holder's lock. Publishes only when a waiter marked the value
+ * (LUA_MARK_WAITED): uncontended that is GET and DEL. Then, without FIFO, '*' wakes every waiter; with FIFO
+ * the lock goes straight to the queue's head (LUA_HANDOFF).
  * The channel is an argument, not a key, because channels are not keys (it still shares the hash tag).
  */
 export const RELEASE_SCRIPT = new RedisScript(
@@ -18,16 +28,19 @@ if value ~= ARGV[1] and value ~= ARGV[1] .. '${WAITED_SUFFIX}' then
   return 0
 end
 redis.call('DEL', KEYS[1])
+if value == ARGV[1] then return 1 end
 if ARGV[3] ~= '1' then
-  if value ~= ARGV[1] then redis.call('PUBLISH', ARGV[2], '*') end
+  redis.call('PUBLISH', ARGV[2], '*')
   return 1
 end
 `,
     LUA_SERVER_TIME,
+    LUA_NEXT_FENCE,
     LUA_QUEUE,
     LUA_WAKE_LOCK,
+    LUA_HANDOFF,
     `
-wake_lock(KEYS[2], KEYS[3], ARGV[2], true)
+hand_off(KEYS[1], KEYS[4], KEYS[2], KEYS[3], ARGV[2], tonumber(ARGV[4]))
 return 1
 `,
   ),

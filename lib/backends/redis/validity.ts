@@ -17,3 +17,23 @@ export function validityEnd(startedAt: number, ttl: number, driftFactor = DEFAUL
 export function driftAllowance(ttl: number, driftFactor = DEFAULT_DRIFT_FACTOR): number {
   return Math.min(ttl * driftFactor + 2, ttl / 2);
 }
+
+/**
+ * When a lock handed to us by a release (see LUA_HANDOFF) is certainly still ours, on our monotonic clock.
+ * The grant message comes after the grant, by an unknown delay, so its arrival time is no bound. Instead:
+ * our last answered attempt was sent at `sentAt` (ours) and read the server's clock as `serverAt` (ms), so
+ * that server instant was at or after `sentAt` on our clock; the grant happened `grantedAt - serverAt` server
+ * ms later (the message carries `grantedAt`). Both server times are whole ms, rounded down (hence the - 1),
+ * and the server's clock may run faster than ours over that span too (the drift factor applies to it as well).
+ */
+export function handoffValidityEnd(
+  sentAt: number,
+  serverAt: number,
+  grantedAt: number,
+  ttl: number,
+  driftFactor = DEFAULT_DRIFT_FACTOR,
+): number {
+  const later = grantedAt - serverAt;
+  const grantedNoEarlierThan = sentAt + (later > 0 ? later * (1 - driftFactor) - 1 : later - 1);
+  return validityEnd(grantedNoEarlierThan, ttl, driftFactor);
+}
