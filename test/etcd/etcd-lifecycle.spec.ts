@@ -1,17 +1,17 @@
 import { Etcd3 } from 'etcd3';
 import { EtcdLockBackend } from '../../lib/backends/etcd/etcd-lock.backend';
 import { LockBackendError } from '../../lib/errors';
-import { startLocalEtcd, type LocalEtcdServer } from './local-etcd-server';
+import { startEtcd, type TestEtcdServer } from '../support/etcd-server';
 import { contenders, eventually, held, lockRequest, NAMESPACE, queued, stateOf, track } from './etcd-spec-helpers';
 
 describe('EtcdLockBackend extend, release and close', () => {
-  let server: LocalEtcdServer;
+  let server: TestEtcdServer;
   let client: Etcd3;
   let admin: Etcd3;
   let backend: EtcdLockBackend;
 
   beforeAll(async () => {
-    server = await startLocalEtcd();
+    server = await startEtcd();
     client = new Etcd3({ hosts: server.endpoint });
     admin = new Etcd3({ hosts: server.endpoint });
     backend = new EtcdLockBackend({ client });
