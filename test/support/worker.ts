@@ -82,7 +82,10 @@ export class ForkedWorker<In extends Message, Out extends Message> {
   }
 
   /** Forks `script` under plain node with ts-register.js. */
-  static fork<In extends Message, Out extends Message>(script: string, options: ForkOptions = {}): ForkedWorker<In, Out> {
+  static fork<In extends Message, Out extends Message>(
+    script: string,
+    options: ForkOptions = {},
+  ): ForkedWorker<In, Out> {
     return new ForkedWorker<In, Out>(ForkedWorker.forkChild(script, options), options.label ?? 'worker');
   }
 
@@ -151,7 +154,9 @@ export class ForkedWorker<In extends Message, Out extends Message> {
         }
         if (this.exitInfo) {
           const { code, signal } = this.exitInfo;
-          finish(new Error(`${this.label} exited (code ${code}, signal ${signal}) before "${type}". Output:\n${this.log}`));
+          finish(
+            new Error(`${this.label} exited (code ${code}, signal ${signal}) before "${type}". Output:\n${this.log}`),
+          );
         }
       };
       this.waiters.add(check);

@@ -34,7 +34,10 @@ export class ChaosWorker extends ForkedWorker<ChaosParentMessage, ChaosWorkerMes
   }
 
   /** Forks test/chaos/harness/chaos-worker.ts under plain node with our TypeScript loader. */
-  static spawn(config: ChaosWorkerConfig, options: { collector?: HistoryCollector; exposeGc?: boolean } = {}): ChaosWorker {
+  static spawn(
+    config: ChaosWorkerConfig,
+    options: { collector?: HistoryCollector; exposeGc?: boolean } = {},
+  ): ChaosWorker {
     const child = ForkedWorker.forkChild(WORKER_SCRIPT, {
       config: { env: CHAOS_WORKER_CONFIG_ENV, value: config },
       nodeFlags: options.exposeGc ? ['--expose-gc'] : [],
