@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
-import { describeLockContract } from '../contract/lock-contract';
+import { describeLockContract } from './lock-contract';
 import { redisFactory, type BackendFactory, type BackendUnderTest, type BackendWorld } from '../support/backends';
 import { freeTestPort } from '../support/free-port';
 import { sharedRedisUrl } from '../support/shared-servers';

@@ -1,10 +1,10 @@
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import Redis from 'ioredis';
-import { describeLockContract } from '../contract/lock-contract';
+import { describeLockContract } from './lock-contract';
 import type { BackendFactory, BackendUnderTest, BackendWorld } from '../support/backends';
 import { freeTestPorts } from '../support/free-port';
 import { startRedis, type TestRedisServer } from '../support/redis-server';
-import { connectRedlockBackend, type RedlockClientKind } from './redlock-support';
+import { connectRedlockBackend, type RedlockClientKind } from '../redlock/redlock-support';
 
 /**
  * The shared contract suite against RedlockBackend over three real redis-server processes. Forked workers reach
