@@ -18,6 +18,7 @@ import {
   stateOf,
   track,
   watchedKeys,
+  never,
 } from './etcd-spec-helpers';
 
 const reader = (key: string, ttl?: number): AcquireRequest => ({ ...lockRequest(key, ttl), mode: 'read' });
@@ -56,8 +57,6 @@ describe('EtcdLockBackend read/write locks and semaphores', () => {
     admin?.close();
     await server?.stop();
   });
-
-  const never = () => new AbortController().signal;
 
   /** Counts the backend's queue re-reads per contender key, to prove who was woken. */
   function countInspections(): { of(key: string): number; restore(): void } {

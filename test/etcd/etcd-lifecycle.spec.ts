@@ -2,7 +2,17 @@ import { Etcd3 } from 'etcd3';
 import { EtcdLockBackend } from '../../lib/backends/etcd/etcd-lock.backend';
 import { LockBackendError } from '../../lib/errors';
 import { startEtcd, type TestEtcdServer } from '../support/etcd-server';
-import { contenders, eventually, held, lockRequest, NAMESPACE, queued, stateOf, track } from './etcd-spec-helpers';
+import {
+  contenders,
+  eventually,
+  held,
+  lockRequest,
+  NAMESPACE,
+  queued,
+  stateOf,
+  track,
+  never,
+} from './etcd-spec-helpers';
 
 describe('EtcdLockBackend extend, release and close', () => {
   let server: TestEtcdServer;
@@ -24,7 +34,6 @@ describe('EtcdLockBackend extend, release and close', () => {
     await server?.stop();
   });
 
-  const never = () => new AbortController().signal;
   const leaseExists = async (id: string) => Number((await admin.leaseClient.leaseTimeToLive({ ID: id })).TTL) > 0;
 
   describe('extend', () => {

@@ -12,6 +12,7 @@ import {
   stateOf,
   track,
   watchedKeys,
+  never,
 } from './etcd-spec-helpers';
 
 describe('EtcdLockBackend queue', () => {
@@ -33,8 +34,6 @@ describe('EtcdLockBackend queue', () => {
     admin?.close();
     await server?.stop();
   });
-
-  const never = () => new AbortController().signal;
 
   it('grants waiters in FIFO order of their create revisions', async () => {
     const holder = lockRequest('fifo');
