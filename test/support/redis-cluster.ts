@@ -3,7 +3,14 @@ import { join } from 'node:path';
 import Redis, { Cluster } from 'ioredis';
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import { RedisLockBackend, type RedisLockBackendTuning } from '../../lib/backends/redis/redis-lock.backend';
-import type { BackendFactory, BackendUnderTest, BackendWorld } from './backends';
+import {
+  closeRedisClient,
+  own,
+  worldOf,
+  type BackendFactory,
+  type BackendUnderTest,
+  type BackendWorld,
+} from './backends';
 import { freeTestPorts } from './free-port';
 import { pingRedis, redisServerArgs } from './redis-server';
 import {
@@ -84,20 +91,7 @@ export function clusterClient(address: string): Cluster {
 /** A RedisLockBackend over a new Cluster client: used by the cluster suites and by forked workers. */
 export function connectClusterBackend(address: string, tuning: RedisLockBackendTuning = {}): BackendUnderTest {
   const client = clusterClient(address);
-  const backend = new RedisLockBackend({ client, ...tuning });
-  let closing: Promise<void> | undefined;
-  return {
-    backend,
-    close: () =>
-      (closing ??= (async () => {
-        try {
-          await backend.close();
-        } finally {
-          if (client.status === 'ready') await client.quit().catch(() => undefined);
-          client.disconnect();
-        }
-      })()),
-  };
+  return own(new RedisLockBackend({ client, ...tuning }), () => closeRedisClient(client));
 }
 
 /**
@@ -107,19 +101,7 @@ export function connectClusterBackend(address: string, tuning: RedisLockBackendT
  * name; test/cluster/redis-cluster.spec.ts checks a dead cluster itself.
  */
 export function redisClusterFactory(cluster: () => TestRedisCluster): BackendFactory {
-  const world = (): BackendWorld => {
-    const opened: BackendUnderTest[] = [];
-    return {
-      connect() {
-        const connection = connectClusterBackend(cluster().address);
-        opened.push(connection);
-        return connection;
-      },
-      async close() {
-        await Promise.allSettled(opened.splice(0).map((connection) => connection.close()));
-      },
-    };
-  };
+  const world = (): BackendWorld => worldOf(() => connectClusterBackend(cluster().address));
   return {
     name: 'redis-cluster',
     crossProcess: true,
