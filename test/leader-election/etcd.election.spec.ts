@@ -5,7 +5,7 @@ import { LockLostError } from '../../lib/errors';
 import type { LeadershipEvent } from '../../lib/leader-election/leadership';
 import { sharedEtcdEndpoint } from '../support/shared-servers';
 import { startEtcd, type TestEtcdServer } from '../support/etcd-server';
-import { killAllLineProcesses, LineProcess } from '../zookeeper/line-process';
+import { killAllLineProcesses, LineProcess } from '../support/line-process';
 import { electionContract, instanceOn, leaderWhere, track, uniqueName } from './election-contract';
 
 const TTL = 2_000;

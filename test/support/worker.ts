@@ -1,4 +1,4 @@
-import { ChildProcess, fork } from 'node:child_process';
+import { ChildProcess, fork, spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +9,8 @@ import { join } from 'node:path';
  * message protocol over IPC, and clean-up that leaves no process behind, not even a SIGSTOPped one.
  *
  * The parent side is `ForkedWorker`; the child side is `workerConfig`, `toParent`, `fromParent`.
+ * A process that is no Node script of ours (a Java Curator client, a CLI) is started with `ForkedWorker.spawn`
+ * and talks in lines instead: `nextLine(prefix)` reads its stdout, `writeLine` its stdin.
  * A worker reports a failure as `{ type: 'error', message }`: `message(type)` rejects with it.
  */
 
@@ -44,6 +46,8 @@ export interface ForkOptions {
   nodeFlags?: string[];
   /** 'inherit' lets the worker's stderr through (a long-lived helper); by default both streams are kept for errors. */
   stderr?: 'pipe' | 'inherit';
+  /** Working directory; this process's by default. */
+  cwd?: string;
 }
 
 const OUTPUT_LIMIT = 8_000;
@@ -57,6 +61,8 @@ export class ForkedWorker<In extends Message, Out extends Message> {
   private readonly waiters = new Set<() => void>();
   private readonly listeners = new Map<string, Set<(message: Out) => void>>();
   private log = '';
+  private readonly lines: string[] = [];
+  private partialLine = '';
   private exitInfo: ExitInfo | undefined;
   private stopped = false;
 
@@ -67,8 +73,16 @@ export class ForkedWorker<In extends Message, Out extends Message> {
     this.label = label;
     live.add(this);
     child.on('message', (message: Out | ErrorMessage) => this.receive(message));
-    const collect = (chunk: Buffer) => (this.log = (this.log + chunk.toString()).slice(-OUTPUT_LIMIT));
-    child.stdout?.on('data', collect);
+    const collect = (chunk: Buffer) => {
+      this.log = (this.log + chunk.toString()).slice(-OUTPUT_LIMIT);
+      this.notify();
+    };
+    child.stdout?.on('data', (chunk: Buffer) => {
+      const parts = (this.partialLine + chunk.toString()).split('\n');
+      this.partialLine = parts.pop()!;
+      this.lines.push(...parts.map((line) => line.trim()).filter(Boolean));
+      collect(chunk);
+    });
     child.stderr?.on('data', collect);
     this.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
@@ -87,6 +101,29 @@ export class ForkedWorker<In extends Message, Out extends Message> {
     options: ForkOptions = {},
   ): ForkedWorker<In, Out> {
     return new ForkedWorker<In, Out>(ForkedWorker.forkChild(script, options), options.label ?? 'worker');
+  }
+
+  /** Starts `command` (no IPC channel; it talks in lines on stdin/stdout), tracked and reaped like a fork. */
+  static spawn(
+    command: string,
+    args: readonly string[],
+    options: Pick<ForkOptions, 'label' | 'env' | 'cwd'> = {},
+  ): ForkedWorker<never, never> {
+    return new ForkedWorker<never, never>(ForkedWorker.spawnChild(command, args, options), options.label ?? command);
+  }
+
+  /** For subclasses, which wrap the child in their own constructor. */
+  protected static spawnChild(
+    command: string,
+    args: readonly string[],
+    options: Pick<ForkOptions, 'env' | 'cwd'>,
+  ): ChildProcess {
+    prepare();
+    return spawn(command, [...args], {
+      cwd: options.cwd,
+      env: { ...process.env, ...options.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
   }
 
   /** For subclasses, which wrap the child in their own constructor. */
@@ -164,6 +201,27 @@ export class ForkedWorker<In extends Message, Out extends Message> {
     });
   }
 
+  /** The next line the process printed on stdout that starts with `prefix`; earlier lines are consumed. */
+  nextLine(prefix: string, timeoutMs: number): Promise<string> {
+    return this.await(`a "${prefix}" line`, timeoutMs, () => {
+      while (this.lines.length > 0) {
+        const line = this.lines.shift()!;
+        if (line.startsWith(prefix)) return line;
+      }
+      return undefined;
+    });
+  }
+
+  /** The first match of `pattern` in what the process printed so far (stdout and stderr), once there is one. */
+  outputMatching(pattern: RegExp, timeoutMs: number): Promise<RegExpExecArray> {
+    return this.await(`output matching ${pattern}`, timeoutMs, () => pattern.exec(this.log) ?? undefined);
+  }
+
+  /** Writes one line to the process's stdin (a process started with spawn). */
+  writeLine(line: string): void {
+    this.child.stdin?.write(`${line}\n`);
+  }
+
   /** Resolves true if the process exits by itself within `timeoutMs`, false otherwise (it is left running). */
   async exitsWithin(timeoutMs: number): Promise<boolean> {
     let timer: NodeJS.Timeout | undefined;
@@ -193,6 +251,14 @@ export class ForkedWorker<In extends Message, Out extends Message> {
     this.child.kill(signal);
     if (this.stopped) this.resume();
     await this.exited;
+  }
+
+  /** Sends `signal` (a graceful stop by default) and waits for the exit; SIGKILLs it after `graceMs`. */
+  async terminate(signal: NodeJS.Signals = 'SIGTERM', graceMs = 15_000): Promise<void> {
+    if (!this.isRunning) return;
+    this.child.kill(signal);
+    if (this.stopped) this.resume();
+    await this.stop(graceMs);
   }
 
   /** Waits for the worker to exit by itself; SIGKILLs it after `graceMs`. */
@@ -235,6 +301,34 @@ export class ForkedWorker<In extends Message, Out extends Message> {
     this.notify();
   }
 
+  /** Resolves with what `found` returns once it returns something; rejects when the process exits first or after `timeoutMs`. */
+  private await<T>(what: string, timeoutMs: number, found: () => T | undefined): Promise<T> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => finish(new Error(`${this.label}: no ${what} within ${timeoutMs} ms. Output:\n${this.log}`)),
+        timeoutMs,
+      );
+      const finish = (error?: Error, value?: T) => {
+        clearTimeout(timer);
+        this.waiters.delete(check);
+        if (error) reject(error);
+        else resolve(value as T);
+      };
+      const check = () => {
+        const value = found();
+        if (value !== undefined) return finish(undefined, value);
+        if (this.exitInfo) {
+          const { code, signal } = this.exitInfo;
+          finish(
+            new Error(`${this.label} exited (code ${code}, signal ${signal}) before ${what}. Output:\n${this.log}`),
+          );
+        }
+      };
+      this.waiters.add(check);
+      check();
+    });
+  }
+
   private notify(): void {
     for (const waiter of [...this.waiters]) waiter();
   }
@@ -249,7 +343,7 @@ const STOPPED_DIR = join(tmpdir(), 'ndl-stopped-workers');
 let orphansReaped = false;
 let exitHookInstalled = false;
 
-function forkScript(script: string, options: ForkOptions): ChildProcess {
+function prepare(): void {
   if (!orphansReaped) {
     orphansReaped = true;
     resumeOrphans();
@@ -258,7 +352,12 @@ function forkScript(script: string, options: ForkOptions): ChildProcess {
     exitHookInstalled = true;
     process.once('exit', killAllWorkersSync);
   }
+}
+
+function forkScript(script: string, options: ForkOptions): ChildProcess {
+  prepare();
   const child = fork(script, [], {
+    cwd: options.cwd,
     execArgv: [...(options.nodeFlags ?? []), '--require', TS_REGISTER],
     env: {
       ...process.env,

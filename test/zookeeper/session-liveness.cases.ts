@@ -7,7 +7,7 @@ import { held } from '../support/lock-requests';
 import { within } from '../support/time';
 import type { TestZooKeeperServer } from '../support/zookeeper-server';
 import { FaultProxy } from './fault-proxy';
-import { LineProcess } from './line-process';
+import { LineProcess } from '../support/line-process';
 import { CONTRACT_SESSION_TIMEOUT, connectZooKeeperBackend } from './zookeeper-contract-factory';
 
 /**

@@ -34,7 +34,7 @@ export class ChaosWorker extends ForkedWorker<ChaosParentMessage, ChaosWorkerMes
   }
 
   /** Forks test/chaos/harness/chaos-worker.ts under plain node with our TypeScript loader. */
-  static spawn(
+  static start(
     config: ChaosWorkerConfig,
     options: { collector?: HistoryCollector; exposeGc?: boolean } = {},
   ): ChaosWorker {
@@ -70,7 +70,7 @@ export function spawnChaosWorker(
   config: ChaosWorkerConfig,
   options: { collector?: HistoryCollector; exposeGc?: boolean } = {},
 ): ChaosWorker {
-  return ChaosWorker.spawn(config, options);
+  return ChaosWorker.start(config, options);
 }
 
 const chaosWorkers = new Set<ChaosWorker>();
