@@ -7,25 +7,16 @@ import {
   retireServer,
   retryOnPortTaken,
   serverDir,
+  type ServerControls,
   SpawnedServer,
 } from './server-process';
 
-export interface TestEtcdServer {
+export interface TestEtcdServer extends ServerControls {
   /** http://127.0.0.1:<port>, what `new Etcd3({ hosts })` takes. */
   readonly endpoint: string;
-  readonly host: '127.0.0.1';
-  readonly port: number;
   readonly peerPort: number;
-  readonly pid: number;
-  /** Graceful stop; removes the data dir. Idempotent. */
-  stop(): Promise<void>;
-  /** Sends a signal (SIGKILL to simulate a crash) and waits for the exit when the signal is fatal. */
-  kill(signal?: NodeJS.Signals): Promise<void>;
   /** Stops (if still running) and starts again on the same ports with the same data: keys and leases survive. */
   restart(): Promise<void>;
-  /** SIGSTOP: the server keeps its sockets but answers nothing. */
-  pause(): void;
-  resume(): void;
 }
 
 const NAME = 'ndl-test';

@@ -7,6 +7,7 @@ import {
   retireServer,
   retryOnPortTaken,
   serverDir,
+  type ServerControls,
   SpawnedServer,
 } from './server-process';
 
@@ -17,22 +18,11 @@ export interface RedisServerOptions {
   extraArgs?: string[];
 }
 
-export interface TestRedisServer {
-  readonly host: '127.0.0.1';
-  readonly port: number;
+export interface TestRedisServer extends ServerControls {
   /** redis://[:password@]127.0.0.1:port */
   readonly url: string;
-  readonly pid: number;
-  /** Graceful stop; removes the data dir. Idempotent. */
-  stop(): Promise<void>;
-  /** Sends a signal (SIGKILL to simulate a crash) and waits for the exit when the signal is fatal. */
-  kill(signal?: NodeJS.Signals): Promise<void>;
   /** Stops (if still running) and starts a fresh, empty server on the same port. */
   restart(): Promise<void>;
-  /** SIGSTOP: the server keeps its sockets but answers nothing, like a hung host. */
-  pause(): void;
-  /** SIGCONT after pause(). */
-  resume(): void;
 }
 
 /** Starts a throw-away redis-server on a free loopback port, without persistence, and waits until it answers. */

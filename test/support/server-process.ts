@@ -118,6 +118,22 @@ export function spawnServer(binary: string, args: string[]): SpawnedServer {
   };
 }
 
+/** What every test server hands its test, whichever server it runs. */
+export interface ServerControls {
+  readonly host: '127.0.0.1';
+  readonly port: number;
+  /** -1 while it is down. */
+  readonly pid: number;
+  /** Graceful stop; removes the data dir. Idempotent. */
+  stop(): Promise<void>;
+  /** Sends a signal (SIGKILL to simulate a crash) and waits for the exit when the signal is fatal. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** SIGSTOP: the server keeps its sockets but answers nothing, like a hung host. */
+  pause(): void;
+  /** SIGCONT after pause(). */
+  resume(): void;
+}
+
 const FATAL_SIGNALS: ReadonlySet<NodeJS.Signals> = new Set(['SIGKILL', 'SIGTERM', 'SIGINT']);
 
 /** How to start one server process and tell that it serves. */

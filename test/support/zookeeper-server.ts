@@ -13,6 +13,7 @@ import {
   retireServer,
   retryOnPortTaken,
   serverDir,
+  type ServerControls,
   SpawnedServer,
 } from './server-process';
 
@@ -35,21 +36,11 @@ export interface ZooKeeperServerOptions {
   forceSync?: boolean;
 }
 
-export interface TestZooKeeperServer {
+/** pause() stops the server's session clock too. */
+export interface TestZooKeeperServer extends ServerControls {
   /** `127.0.0.1:<port>`, what node-zookeeper-client and Curator take. */
   readonly connectionString: string;
-  readonly host: '127.0.0.1';
-  readonly port: number;
-  readonly pid: number;
   readonly tickTime: number;
-  /** Graceful stop; removes the data dir. Idempotent. */
-  stop(): Promise<void>;
-  /** Sends a signal (SIGKILL to simulate a crash) and waits for the exit when the signal is fatal. */
-  kill(signal?: NodeJS.Signals): Promise<void>;
-  /** SIGSTOP: the server keeps its sockets but answers nothing, and its session clock stops too. */
-  pause(): void;
-  /** SIGCONT after pause(). */
-  resume(): void;
 }
 
 const JAVA_OPTIONS = [
