@@ -64,6 +64,8 @@ export class ForkedWorker<In extends Message, Out extends Message> {
   private readonly lines: string[] = [];
   private partialLine = '';
   private exitInfo: ExitInfo | undefined;
+  /** Exited and its output read to the end ('close'): only then can a wait say the process never sent it. */
+  private ended = false;
   private stopped = false;
 
   protected constructor(
@@ -85,12 +87,29 @@ export class ForkedWorker<In extends Message, Out extends Message> {
     });
     child.stderr?.on('data', collect);
     this.exited = new Promise((resolve) => {
-      child.once('exit', (code, signal) => {
+      const exit = (code: number | null, signal: NodeJS.Signals | null) => {
+        if (this.exitInfo) return;
         this.exitInfo = { code, signal };
         this.markStopped(false);
         live.delete(this);
         this.notify();
         resolve(this.exitInfo);
+      };
+      child.once('exit', exit);
+      // 'exit' can come before the last output and messages; waits give up only once everything was read.
+      child.once('close', (code, signal) => {
+        exit(code, signal);
+        this.ended = true;
+        this.notify();
+      });
+      // A command that cannot start (ENOENT) emits 'error' and never 'exit': count it as gone, with the reason.
+      child.once('error', (error) => {
+        collect(Buffer.from(`${String(error)}\n`));
+        if (child.pid === undefined) {
+          exit(-1, null);
+          this.ended = true;
+          this.notify();
+        }
       });
     });
   }
@@ -189,7 +208,7 @@ export class ForkedWorker<In extends Message, Out extends Message> {
           }
           return finish(undefined, message as Out);
         }
-        if (this.exitInfo) {
+        if (this.ended && this.exitInfo) {
           const { code, signal } = this.exitInfo;
           finish(
             new Error(`${this.label} exited (code ${code}, signal ${signal}) before "${type}". Output:\n${this.log}`),
@@ -317,7 +336,7 @@ export class ForkedWorker<In extends Message, Out extends Message> {
       const check = () => {
         const value = found();
         if (value !== undefined) return finish(undefined, value);
-        if (this.exitInfo) {
+        if (this.ended && this.exitInfo) {
           const { code, signal } = this.exitInfo;
           finish(
             new Error(`${this.label} exited (code ${code}, signal ${signal}) before ${what}. Output:\n${this.log}`),
