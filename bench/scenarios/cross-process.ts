@@ -106,7 +106,7 @@ async function runOne(
   const workers = Array.from({ length: settings.processes }, () => Worker.start<HotKeyWorkerMessage>(WORKER, payload));
   let finished = false;
   try {
-    await Promise.all(workers.map((worker) => worker.next('ready', READY_TIMEOUT_MS)));
+    await Promise.all(workers.map((worker) => worker.message('ready', READY_TIMEOUT_MS)));
     const before = await servers.counts(spec.store);
     // A short lead time, so every process starts on the same clock tick however late its message arrives.
     const start = wallNow() + 50;
@@ -121,7 +121,7 @@ async function runOne(
       until - wallNow(),
     );
     const done = await Promise.all(
-      workers.map((worker) => worker.next('done', settings.durationMs + DRAIN_TIMEOUT_MS)),
+      workers.map((worker) => worker.message('done', settings.durationMs + DRAIN_TIMEOUT_MS)),
     );
     clearTimeout(snapshot);
     after ??= await servers.counts(spec.store);

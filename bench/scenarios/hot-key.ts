@@ -139,7 +139,7 @@ async function runInProcesses(
   const payload: HotKeyWorkerPayload = { adapter: spec.name, env: servers.env, key, ttl: TTL_MS, contenders };
   const workers = Array.from({ length: processes }, () => Worker.start<HotKeyWorkerMessage>(WORKER, payload));
   try {
-    await Promise.all(workers.map((worker) => worker.next('ready')));
+    await Promise.all(workers.map((worker) => worker.message('ready')));
     const before = await servers.counts(spec.store);
     // A short lead time, so every process starts on the same clock tick however late its message arrives.
     const start = wallNow() + 50;
@@ -152,7 +152,7 @@ async function runInProcesses(
       () => void servers.counts(spec.store).then((counts) => (after = counts)),
       until - wallNow(),
     );
-    const done = await Promise.all(workers.map((worker) => worker.next('done', settings.durationMs + 120_000)));
+    const done = await Promise.all(workers.map((worker) => worker.message('done', settings.durationMs + 120_000)));
     clearTimeout(snapshot);
     after ??= await servers.counts(spec.store);
     const records = done.flatMap((message) => message.records);

@@ -213,7 +213,7 @@ async function measureApp(
     ROUTE_ORDER: order,
   });
   try {
-    await app.next('ready', 60_000);
+    await app.message('ready', 60_000);
     const base = `http://127.0.0.1:${port}`;
     const cpu = processCpu(app.pid);
     for (const route of ROUTES) await load(base, route, settings.warmupSeconds, settings.connections, cpu);

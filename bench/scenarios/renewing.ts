@@ -90,15 +90,15 @@ async function measure(servers: BenchServers, spec: AdapterSpec, settings: Renew
   };
   const worker = Worker.start<RenewingWorkerMessage>(WORKER, payload, ['--expose-gc']);
   try {
-    const held = await worker.next('held', 180_000);
+    const held = await worker.message('held', 180_000);
     const before = await servers.counts(spec.store);
     const started = performance.now();
     worker.send({ type: 'measure', windowMs: settings.windowMs });
-    const measured = await worker.next('measured', settings.windowMs + 60_000);
+    const measured = await worker.message('measured', settings.windowMs + 60_000);
     const after = await servers.counts(spec.store);
     const seconds = (performance.now() - started) / 1000;
     worker.send({ type: 'release' });
-    const done = await worker.next('done', 180_000);
+    const done = await worker.message('done', 180_000);
     const delta = countDelta(before, after);
     const isRequest = (name: string) => name !== 'LeaseKeepAlive streams';
     const top = [...delta]

@@ -6,7 +6,7 @@ import { LockServiceOptions } from '../../lib/lock-options';
 import { LockService } from '../../lib/lock.service';
 import { BackendFactory, BackendUnderTest, BackendWorld, uniqueNamespace } from '../support/backends';
 import { within } from '../support/time';
-import { killAllWorkers } from '../workers/spawn-worker';
+import { killAllWorkers } from '../support/worker';
 
 /** Per-test resources of the contract suite; everything created through it is closed after the test. */
 export interface ContractContext {

@@ -9,7 +9,7 @@ import { waitingCases } from './cases/waiting.cases';
 import { watchdogCases } from './cases/watchdog.cases';
 import { useContractContext } from './contract-context';
 import { startZooKeeper, TestZooKeeperServer } from '../support/zookeeper-server';
-import { killAllLineProcesses } from '../zookeeper/line-process';
+import { killAllLineProcesses } from '../support/line-process';
 import { sessionCrashCases, sessionLifecycleCases, sessionOwnershipCases } from '../zookeeper/session-liveness.cases';
 import { zookeeperFactory } from '../zookeeper/zookeeper-contract-factory';
 

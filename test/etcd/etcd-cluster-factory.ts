@@ -3,7 +3,7 @@ import { lockPrefix } from '../../lib/backends/etcd/etcd-key-layout';
 import { EtcdLockBackend } from '../../lib/backends/etcd/etcd-lock.backend';
 import { asEtcdLockState } from '../../lib/backends/etcd/etcd-lock-state';
 import type { LockBackend } from '../../lib/backends/lock-backend.interface';
-import { BackendFactory, BackendUnderTest, BackendWorld, etcdFactory } from '../support/backends';
+import { BackendFactory, BackendUnderTest, etcdFactory, worldOf } from '../support/backends';
 import type { TestEtcdCluster } from '../support/etcd-cluster';
 import { freeTestPort } from '../support/free-port';
 
@@ -36,19 +36,7 @@ export function etcdClusterFactory(cluster: () => TestEtcdCluster): BackendFacto
       return endpoints[next++ % endpoints.length];
     },
     create: async () => clusterBackend(cluster),
-    world(): BackendWorld {
-      const opened: BackendUnderTest[] = [];
-      return {
-        connect() {
-          const connection = clusterBackend(cluster);
-          opened.push(connection);
-          return connection;
-        },
-        async close() {
-          await Promise.allSettled(opened.splice(0).map((connection) => connection.close()));
-        },
-      };
-    },
+    world: () => worldOf(() => clusterBackend(cluster)),
     unreachable: async () => {
       const port = await freeTestPort();
       const backend = new EtcdLockBackend({ hosts: [`http://127.0.0.1:${port}`] });

@@ -2,7 +2,7 @@ import { Etcd3, IKeyValue } from 'etcd3';
 import type { AcquireRequest, LockGrant } from '../../lib/backends/lock-backend.interface';
 import { lockPrefix, prefixRangeEnd, semaphorePrefix } from '../../lib/backends/etcd/etcd-key-layout';
 import { EtcdLockBackend } from '../../lib/backends/etcd/etcd-lock.backend';
-import { startLocalEtcd, type LocalEtcdServer } from './local-etcd-server';
+import { startEtcd, type TestEtcdServer } from '../support/etcd-server';
 import { lastValueFrom } from 'rxjs';
 import { LockLostError } from '../../lib/errors';
 import { LockService } from '../../lib/lock.service';
@@ -18,6 +18,7 @@ import {
   stateOf,
   track,
   watchedKeys,
+  never,
 } from './etcd-spec-helpers';
 
 const reader = (key: string, ttl?: number): AcquireRequest => ({ ...lockRequest(key, ttl), mode: 'read' });
@@ -38,13 +39,13 @@ function semaphoreQueued(client: Etcd3, key: string, count: number): Promise<voi
 }
 
 describe('EtcdLockBackend read/write locks and semaphores', () => {
-  let server: LocalEtcdServer;
+  let server: TestEtcdServer;
   let client: Etcd3;
   let admin: Etcd3;
   let backend: EtcdLockBackend;
 
   beforeAll(async () => {
-    server = await startLocalEtcd();
+    server = await startEtcd();
     client = new Etcd3({ hosts: server.endpoint });
     admin = new Etcd3({ hosts: server.endpoint });
     backend = new EtcdLockBackend({ client });
@@ -56,8 +57,6 @@ describe('EtcdLockBackend read/write locks and semaphores', () => {
     admin?.close();
     await server?.stop();
   });
-
-  const never = () => new AbortController().signal;
 
   /** Counts the backend's queue re-reads per contender key, to prove who was woken. */
   function countInspections(): { of(key: string): number; restore(): void } {

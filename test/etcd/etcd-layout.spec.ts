@@ -1,16 +1,16 @@
 import { Etcd3 } from 'etcd3';
 import { EtcdLockBackend } from '../../lib/backends/etcd/etcd-lock.backend';
 import { lockPrefix, prefixRangeEnd } from '../../lib/backends/etcd/etcd-key-layout';
-import { startLocalEtcd, type LocalEtcdServer } from './local-etcd-server';
+import { startEtcd, type TestEtcdServer } from '../support/etcd-server';
 import { contenderKeys, contenders, held, lockRequest, NAMESPACE, queued, stateOf, track } from './etcd-spec-helpers';
 
 describe('EtcdLockBackend key layout, isolation and fencing', () => {
-  let server: LocalEtcdServer;
+  let server: TestEtcdServer;
   let client: Etcd3;
   let backend: EtcdLockBackend;
 
   beforeAll(async () => {
-    server = await startLocalEtcd();
+    server = await startEtcd();
     client = new Etcd3({ hosts: server.endpoint });
     backend = new EtcdLockBackend({ client });
   });

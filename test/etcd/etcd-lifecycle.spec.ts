@@ -1,17 +1,27 @@
 import { Etcd3 } from 'etcd3';
 import { EtcdLockBackend } from '../../lib/backends/etcd/etcd-lock.backend';
 import { LockBackendError } from '../../lib/errors';
-import { startLocalEtcd, type LocalEtcdServer } from './local-etcd-server';
-import { contenders, eventually, held, lockRequest, NAMESPACE, queued, stateOf, track } from './etcd-spec-helpers';
+import { startEtcd, type TestEtcdServer } from '../support/etcd-server';
+import {
+  contenders,
+  eventually,
+  held,
+  lockRequest,
+  NAMESPACE,
+  queued,
+  stateOf,
+  track,
+  never,
+} from './etcd-spec-helpers';
 
 describe('EtcdLockBackend extend, release and close', () => {
-  let server: LocalEtcdServer;
+  let server: TestEtcdServer;
   let client: Etcd3;
   let admin: Etcd3;
   let backend: EtcdLockBackend;
 
   beforeAll(async () => {
-    server = await startLocalEtcd();
+    server = await startEtcd();
     client = new Etcd3({ hosts: server.endpoint });
     admin = new Etcd3({ hosts: server.endpoint });
     backend = new EtcdLockBackend({ client });
@@ -24,7 +34,6 @@ describe('EtcdLockBackend extend, release and close', () => {
     await server?.stop();
   });
 
-  const never = () => new AbortController().signal;
   const leaseExists = async (id: string) => Number((await admin.leaseClient.leaseTimeToLive({ ID: id })).TTL) > 0;
 
   describe('extend', () => {

@@ -1,7 +1,7 @@
 import { Etcd3 } from 'etcd3';
 import type { LockGrant } from '../../lib/backends/lock-backend.interface';
 import { EtcdLockBackend } from '../../lib/backends/etcd/etcd-lock.backend';
-import { startLocalEtcd, type LocalEtcdServer } from './local-etcd-server';
+import { startEtcd, type TestEtcdServer } from '../support/etcd-server';
 import {
   contenderKeys,
   contenders,
@@ -12,16 +12,17 @@ import {
   stateOf,
   track,
   watchedKeys,
+  never,
 } from './etcd-spec-helpers';
 
 describe('EtcdLockBackend queue', () => {
-  let server: LocalEtcdServer;
+  let server: TestEtcdServer;
   let client: Etcd3;
   let admin: Etcd3;
   let backend: EtcdLockBackend;
 
   beforeAll(async () => {
-    server = await startLocalEtcd();
+    server = await startEtcd();
     client = new Etcd3({ hosts: server.endpoint });
     admin = new Etcd3({ hosts: server.endpoint });
     backend = new EtcdLockBackend({ client });
@@ -33,8 +34,6 @@ describe('EtcdLockBackend queue', () => {
     admin?.close();
     await server?.stop();
   });
-
-  const never = () => new AbortController().signal;
 
   it('grants waiters in FIFO order of their create revisions', async () => {
     const holder = lockRequest('fifo');

@@ -1,18 +1,13 @@
-import { randomUUID } from 'node:crypto';
 import type { Etcd3, IKeyValue } from 'etcd3';
-import type { AcquireRequest, HeldLock, LockGrant } from '../../lib/backends/lock-backend.interface';
+import type { LockGrant } from '../../lib/backends/lock-backend.interface';
 import { lockPrefix, prefixRangeEnd } from '../../lib/backends/etcd/etcd-key-layout';
 import type { EtcdLockState } from '../../lib/backends/etcd/etcd-lock-state';
 
-export const NAMESPACE = 'locks';
+import { DEFAULT_NAMESPACE as NAMESPACE } from '../support/lock-requests';
+import { eventually } from '../support/time';
 
-export function lockRequest(key: string, ttl = 5_000, namespace = NAMESPACE): AcquireRequest {
-  return { namespace, key, token: randomUUID(), ttl };
-}
-
-export function held(request: AcquireRequest, grant: LockGrant): HeldLock {
-  return { ...request, fencingToken: grant.fencingToken, state: grant.state };
-}
+export { held, lockRequest, never } from '../support/lock-requests';
+export { eventually, NAMESPACE };
 
 export function stateOf(grant: LockGrant): EtcdLockState {
   return grant.state as EtcdLockState;
@@ -32,19 +27,6 @@ export async function contenders(client: Etcd3, key: string, namespace = NAMESPA
 
 export async function contenderKeys(client: Etcd3, key: string, namespace = NAMESPACE): Promise<string[]> {
   return (await contenders(client, key, namespace)).map((kv) => kv.key.toString());
-}
-
-/** Polls until `condition` holds; waiting on state we cannot subscribe to (a key appearing in etcd). */
-export async function eventually(
-  condition: () => boolean | Promise<boolean>,
-  what: string,
-  timeoutMs = 15_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20).unref());
-  }
 }
 
 /** Waits until `count` contenders are queued under the lock. */

@@ -4,7 +4,7 @@ import { lossCases } from './cases/loss.cases';
 import { readWriteCases } from './cases/read-write.cases';
 import { semaphoreCases } from './cases/semaphore.cases';
 import { starvationCases } from './cases/starvation.cases';
-import { killKindsWorkers } from './kinds-workers';
+import { killAllWorkers } from '../support/worker';
 
 /**
  * The promises every backend with `supports.readWrite` and `supports.semaphore` keeps for those lock kinds
@@ -14,7 +14,7 @@ import { killKindsWorkers } from './kinds-workers';
 export function describeKindsContract(factory: BackendFactory): void {
   describe(`lock kinds contract: ${factory.name}`, () => {
     const ctx = useContractContext(factory);
-    afterEach(() => killKindsWorkers());
+    afterEach(() => killAllWorkers());
 
     describe('read/write locks', () => readWriteCases(ctx));
     describe('no writer starvation', () => starvationCases(ctx));

@@ -4,26 +4,12 @@
  */
 import { LockService } from '../../lib/lock.service';
 import { connectBackend } from '../support/backends';
+import { fromParent, leave, runWorker, stayAlive, toParent, workerConfig } from '../support/worker';
 import { holdPermit } from './intervals';
 import { KINDS_WORKER_ENV, KindsParentMessage, KindsWorkerConfig, KindsWorkerMessage } from './kinds-worker-protocol';
 
-function send(message: KindsWorkerMessage): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (!process.send) return reject(new Error('kinds-worker must be started with child_process.fork'));
-    process.send(message, (error: Error | null) => (error ? reject(error) : resolve()));
-  });
-}
-
-function nextMessage(type: KindsParentMessage['type']): Promise<void> {
-  return new Promise((resolve) => {
-    const onMessage = (message: KindsParentMessage) => {
-      if (message?.type !== type) return;
-      process.off('message', onMessage);
-      resolve();
-    };
-    process.on('message', onMessage);
-  });
-}
+const send = (message: KindsWorkerMessage) => toParent(message);
+const nextMessage = (type: KindsParentMessage['type']) => fromParent<KindsParentMessage>(type);
 
 async function hold(config: KindsWorkerConfig): Promise<void> {
   const locks = new LockService(connectBackend(config.backend, config.address).backend, {
@@ -66,28 +52,11 @@ async function semaphore(config: KindsWorkerConfig): Promise<void> {
   leave();
 }
 
-/** Library timers are unref'd; this keeps the worker alive while it works. */
-const keepAlive = setInterval(() => undefined, 1_000);
-let leaving = false;
-process.on('disconnect', () => {
-  if (!leaving) process.exit(2);
-});
-
-function leave(): void {
-  leaving = true;
-  clearInterval(keepAlive);
-  process.disconnect();
-}
+stayAlive();
 
 async function main(): Promise<void> {
-  const raw = process.env[KINDS_WORKER_ENV];
-  if (!raw) throw new Error(`${KINDS_WORKER_ENV} is not set`);
-  const config = JSON.parse(raw) as KindsWorkerConfig;
+  const config = workerConfig<KindsWorkerConfig>(KINDS_WORKER_ENV);
   return config.task === 'hold' ? hold(config) : semaphore(config);
 }
 
-main().catch(async (error: unknown) => {
-  const failure = error instanceof Error ? `${error.name}: ${error.message}\n${error.stack ?? ''}` : String(error);
-  await send({ type: 'error', message: failure }).catch(() => undefined);
-  process.exit(1);
-});
+runWorker(main);

@@ -4,8 +4,8 @@ import { EtcdLockBackend } from '../../lib/backends/etcd/etcd-lock.backend';
 import { LockLostError } from '../../lib/errors';
 import type { LeadershipEvent } from '../../lib/leader-election/leadership';
 import { sharedEtcdEndpoint } from '../support/shared-servers';
-import { startLocalEtcd, type LocalEtcdServer } from '../etcd/local-etcd-server';
-import { killAllLineProcesses, LineProcess } from '../zookeeper/line-process';
+import { startEtcd, type TestEtcdServer } from '../support/etcd-server';
+import { killAllLineProcesses, LineProcess } from '../support/line-process';
 import { electionContract, instanceOn, leaderWhere, track, uniqueName } from './election-contract';
 
 const TTL = 2_000;
@@ -88,8 +88,8 @@ describe('etcd elections interoperate with `etcdctl elect` (Go concurrency.Elect
 });
 
 describe('etcd leadership loss', () => {
-  let server: LocalEtcdServer;
-  beforeAll(async () => (server = await startLocalEtcd()));
+  let server: TestEtcdServer;
+  beforeAll(async () => (server = await startEtcd()));
   afterAll(async () => {
     server.resume();
     await server.stop();

@@ -11,7 +11,7 @@ import {
   startZooKeeper,
   TestZooKeeperServer,
 } from '../support/zookeeper-server';
-import { killAllLineProcesses, LineProcess } from '../zookeeper/line-process';
+import { killAllLineProcesses, LineProcess } from '../support/line-process';
 import { AdminClient } from '../zookeeper/zookeeper-spec-helpers';
 import { electionContract, instanceOn, leaderWhere, track, uniqueName } from './election-contract';
 
@@ -80,7 +80,7 @@ describe("ZooKeeper elections interoperate with Curator's LeaderLatch", () => {
       const nodes = await admin.contenders(name, 'elections');
       expect(nodes.every((node) => LATCH_NODE.test(node))).toBe(true);
 
-      java.send('close');
+      java.writeLine('close');
       await java.nextLine('CLOSED', JAVA_TIMEOUT);
       const leadership = await campaign.promise;
       expect(leadership.term).toBeGreaterThan(leader!.term);
@@ -98,7 +98,7 @@ describe("ZooKeeper elections interoperate with Curator's LeaderLatch", () => {
       const java = latch(name, 'java-follower');
       await java.nextLine('STARTED', JAVA_TIMEOUT);
       await waitForContenders(admin, name, 2);
-      java.send('leader');
+      java.writeLine('leader');
       expect(await java.nextLine('SEES', JAVA_TIMEOUT)).toBe('SEES node-leader');
       // Refused: a data change would use up Curator's one-shot watch on our node, and Java would never take over.
       await expect(leadership.proclaim('node-leader-2')).rejects.toThrow(/LeaderLatch/);
@@ -107,7 +107,7 @@ describe("ZooKeeper elections interoperate with Curator's LeaderLatch", () => {
       await java.nextLine('LEADER', JAVA_TIMEOUT);
       const next = await leaderWhere(ours.elections.observe(name), (current) => current?.value === 'java-follower');
       expect(next!.term).toBeGreaterThan(leadership.term);
-      java.send('close');
+      java.writeLine('close');
       await java.nextLine('CLOSED', JAVA_TIMEOUT);
     } finally {
       await ours.close();

@@ -25,6 +25,8 @@ export interface KindsSection {
   fencingToken: string;
 }
 
+export type KindsParentMessage = { type: 'go' };
+
 export type KindsWorkerMessage =
   | { type: 'ready' }
   | { type: 'held'; token: string; fencingToken: string }

@@ -9,6 +9,7 @@
 import Redis from 'ioredis';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
 import { LockService } from '../../lib/lock.service';
+import { fromParent, leave, runWorker, stayAlive, toParent, workerConfig } from '../support/worker';
 import {
   KINDS_WORKER_ENV,
   type KindsSection,
@@ -16,19 +17,12 @@ import {
   type KindsWorkerMessage,
 } from './kinds-worker-protocol';
 
-function send(message: KindsWorkerMessage): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (!process.send) return reject(new Error('kinds-worker must be forked (no IPC channel)'));
-    process.send(message, (error: Error | null) => (error ? reject(error) : resolve()));
-  });
-}
+const send = (message: KindsWorkerMessage) => toParent(message);
 
-// The library's timers are unref'd; this keeps the worker alive while it works. The parent going away ends it.
-const keepAlive = setInterval(() => undefined, 1_000);
-process.on('disconnect', () => process.exit(2));
+stayAlive();
 
 async function main(): Promise<void> {
-  const config = JSON.parse(process.env[KINDS_WORKER_ENV] ?? 'null') as KindsWorkerConfig;
+  const config = workerConfig<KindsWorkerConfig>(KINDS_WORKER_ENV);
   const client = new Redis(config.redisUrl);
   client.on('error', () => undefined);
   const backend = new RedisLockBackend({ client, fairness: config.fairness, waiterTtl: config.waiterTtl });
@@ -48,7 +42,7 @@ async function main(): Promise<void> {
     return; // held (and renewed) until the parent SIGKILLs us
   }
 
-  await new Promise<void>((resolve) => process.once('message', () => resolve()));
+  await fromParent('go');
   const sections: KindsSection[] = [];
   await Promise.all(
     Array.from({ length: config.contenders ?? 1 }, async () => {
@@ -65,14 +59,7 @@ async function main(): Promise<void> {
   await locks.close();
   await client.quit();
   await send({ type: 'done', sections });
-  clearInterval(keepAlive);
-  process.disconnect();
+  leave();
 }
 
-main().catch(async (error: unknown) => {
-  const failure = error instanceof Error ? error : new Error(String(error));
-  await send({ type: 'error', message: `${failure.name}: ${failure.message}`, stack: failure.stack }).catch(
-    () => undefined,
-  );
-  process.exit(1);
-});
+runWorker(main);

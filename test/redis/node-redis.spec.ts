@@ -5,7 +5,8 @@ import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
 import { normaliseReply } from '../../lib/backends/redis/port/redis-port';
 import { LockService } from '../../lib/lock.service';
 import { closeNodeRedisClient, createNodeRedisClient, type NodeRedisClient } from '../support/backends';
-import { startLocalRedis, unusedPort, type LocalRedisServer } from './local-redis-server';
+import { freeTestPort } from '../support/free-port';
+import { startRedis, type TestRedisServer } from '../support/redis-server';
 import { deadline, lockRequest, NAMESPACE } from './redis-spec-helpers';
 
 /**
@@ -18,12 +19,12 @@ const OPERATION_TIMEOUT = 500;
 const MARGIN = 3_000;
 
 describe('Redis backend over a node-redis client', () => {
-  let server: LocalRedisServer;
+  let server: TestRedisServer;
   let admin: Redis;
   const clients: NodeRedisClient[] = [];
 
   beforeAll(async () => {
-    server = await startLocalRedis();
+    server = await startRedis();
     admin = new Redis(server.url);
   });
 
@@ -44,7 +45,7 @@ describe('Redis backend over a node-redis client', () => {
 
   describe.each([2, 3] as const)('RESP%s', (resp) => {
     it('fails every operation against a dead server with a LockBackendError naming the address within operationTimeout, without the password', async () => {
-      const port = await unusedPort();
+      const port = await freeTestPort();
       const client = nodeClient(`redis://lockuser:s3cret-pass@127.0.0.1:${port}`, resp);
       const locks = new LockService(new RedisLockBackend({ client }), {
         keyPrefix: NAMESPACE,
@@ -132,7 +133,7 @@ describe('Redis backend over a node-redis client', () => {
   });
 
   it("fails a dead server's acquire from its own client ({ url }) with the connection error, never the password", async () => {
-    const port = await unusedPort();
+    const port = await freeTestPort();
     const backend = new RedisLockBackend({ url: `redis://u:hunter2-secret@127.0.0.1:${port}`, clientPackage: 'redis' });
     const wait = deadline(OPERATION_TIMEOUT);
     try {

@@ -7,8 +7,9 @@ import type { LockHandle } from '../../lib/lock-handle';
 import type { LockOptions } from '../../lib/lock-options';
 import { LockService } from '../../lib/lock.service';
 import { closeNodeRedisClient, createNodeRedisClient, uniqueNamespace } from '../support/backends';
-import { forkKindsWorker, killKindsWorkers } from './kinds-workers';
-import { startLocalRedis, type LocalRedisServer } from './local-redis-server';
+import { killAllWorkers } from '../support/worker';
+import { forkKindsWorker } from './kinds-workers';
+import { startRedis, type TestRedisServer } from '../support/redis-server';
 import { eventually } from './redis-spec-helpers';
 
 const MARGIN = 5_000;
@@ -17,13 +18,13 @@ const MARGIN = 5_000;
 type ClientKind = 'ioredis' | 'node-redis';
 
 describe.each<ClientKind>(['ioredis', 'node-redis'])('Redis FIFO mode (fairness: "fifo") over %s', (clientKind) => {
-  let server: LocalRedisServer;
+  let server: TestRedisServer;
   let admin: Redis;
   let ns: string;
   const opened: { locks: LockService; closeClient: () => Promise<unknown> }[] = [];
 
   beforeAll(async () => {
-    server = await startLocalRedis();
+    server = await startRedis();
     admin = new Redis(server.url);
   });
 
@@ -37,7 +38,7 @@ describe.each<ClientKind>(['ioredis', 'node-redis'])('Redis FIFO mode (fairness:
   });
 
   afterEach(async () => {
-    await killKindsWorkers();
+    await killAllWorkers();
     for (const { locks, closeClient } of opened.splice(0)) {
       await locks.close();
       await closeClient();

@@ -1,16 +1,16 @@
 import Redis from 'ioredis';
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
-import { startLocalRedis, type LocalRedisServer } from './local-redis-server';
+import { startRedis, type TestRedisServer } from '../support/redis-server';
 import { held, lockRequest, NAMESPACE } from './redis-spec-helpers';
 
 describe('Redis fencing tokens', () => {
-  let server: LocalRedisServer;
+  let server: TestRedisServer;
   let client: Redis;
   let backend: RedisLockBackend;
 
   beforeAll(async () => {
-    server = await startLocalRedis();
+    server = await startRedis();
     client = new Redis(server.url);
     client.on('error', () => undefined); // the restart test drops the connection on purpose
     backend = new RedisLockBackend({ client });

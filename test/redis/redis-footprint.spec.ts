@@ -4,7 +4,7 @@ import { RedisLockBackend, type RedisLockBackendTuning } from '../../lib/backend
 import type { LockHandle } from '../../lib/lock-handle';
 import { LockService } from '../../lib/lock.service';
 import { uniqueNamespace } from '../support/backends';
-import { startLocalRedis, type LocalRedisServer } from './local-redis-server';
+import { startRedis, type TestRedisServer } from '../support/redis-server';
 import { eventually, held, lockRequest } from './redis-spec-helpers';
 
 /** What the server may take beyond a key's expiry to drop it (active expiry runs 10 times a second). */
@@ -30,12 +30,12 @@ async function keysWithoutExpiry(client: Redis, namespace: string): Promise<stri
 }
 
 describe('Redis footprint: nothing stays per lock name once its locks are gone', () => {
-  let server: LocalRedisServer;
+  let server: TestRedisServer;
   let admin: Redis;
   const opened: { close(): Promise<unknown> }[] = [];
 
   beforeAll(async () => {
-    server = await startLocalRedis();
+    server = await startRedis();
     admin = new Redis(server.url);
   });
 

@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { encodeKeyPart, redisLockKeys, redisSemaphoreKeys } from '../../lib/backends/redis/redis-keys';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
-import { startLocalRedis, type LocalRedisServer } from './local-redis-server';
+import { startRedis, type TestRedisServer } from '../support/redis-server';
 import { held, lockRequest, NAMESPACE } from './redis-spec-helpers';
 
 const TRICKY_KEYS = [
@@ -59,12 +59,12 @@ describe('Redis key layout', () => {
   });
 
   describe('on a server', () => {
-    let server: LocalRedisServer;
+    let server: TestRedisServer;
     let client: Redis;
     let backend: RedisLockBackend;
 
     beforeAll(async () => {
-      server = await startLocalRedis();
+      server = await startRedis();
       client = new Redis(server.url);
       backend = new RedisLockBackend({ client });
     });

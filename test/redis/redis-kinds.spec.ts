@@ -8,8 +8,9 @@ import { LockService } from '../../lib/lock.service';
 import { uniqueNamespace } from '../support/backends';
 import { sleep } from '../support/time';
 import type { KindsSection } from './kinds-worker-protocol';
-import { forkKindsWorker, killKindsWorkers } from './kinds-workers';
-import { startLocalRedis, type LocalRedisServer } from './local-redis-server';
+import { killAllWorkers } from '../support/worker';
+import { forkKindsWorker } from './kinds-workers';
+import { startRedis, type TestRedisServer } from '../support/redis-server';
 import { eventually } from './redis-spec-helpers';
 
 /** Slack for a loaded two-core machine on top of a ttl: a waiter re-checks at the latest when the ttl ends. */
@@ -32,13 +33,13 @@ function maxOverlap(sections: readonly KindsSection[]): number {
 }
 
 describe('Redis read/write locks and semaphores', () => {
-  let server: LocalRedisServer;
+  let server: TestRedisServer;
   let admin: Redis;
   let ns: string;
   const opened: { locks: LockService; client: Redis }[] = [];
 
   beforeAll(async () => {
-    server = await startLocalRedis();
+    server = await startRedis();
     admin = new Redis(server.url);
   });
 
@@ -52,7 +53,7 @@ describe('Redis read/write locks and semaphores', () => {
   });
 
   afterEach(async () => {
-    await killKindsWorkers();
+    await killAllWorkers();
     for (const { locks, client } of opened.splice(0)) {
       await locks.close();
       await client.quit();
@@ -212,7 +213,7 @@ describe('Redis read/write locks and semaphores', () => {
         }),
       );
       await Promise.all(workers.map((worker) => worker.message('ready')));
-      workers.forEach((worker) => worker.go());
+      workers.forEach((worker) => worker.send({ type: 'go' }));
       const reports = await Promise.all(workers.map((worker) => worker.message('done', 90_000)));
       const sections = reports.flatMap((report) => report.sections);
 

@@ -3,7 +3,7 @@ import { LockBackendError } from '../../lib/errors/lock-backend.error';
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
 import { driftAllowance } from '../../lib/backends/redis/validity';
-import { startLocalRedis, type LocalRedisServer } from './local-redis-server';
+import { startRedis, type TestRedisServer } from '../support/redis-server';
 import { eventually, held, lockRequest, NAMESPACE } from './redis-spec-helpers';
 
 /** Client connections the server has, other than the one asking. */
@@ -13,13 +13,13 @@ async function clientCount(admin: Redis): Promise<number> {
 }
 
 describe('Redis lock ownership', () => {
-  let server: LocalRedisServer;
+  let server: TestRedisServer;
   let client: Redis;
   let admin: Redis;
   let backend: RedisLockBackend;
 
   beforeAll(async () => {
-    server = await startLocalRedis();
+    server = await startRedis();
     client = new Redis(server.url);
     admin = new Redis(server.url);
     backend = new RedisLockBackend({ client });

@@ -13,7 +13,7 @@ import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
 import { RELEASE_READ_SCRIPT } from '../../lib/backends/redis/release-read.lua';
 import { RELEASE_SEMAPHORE_SCRIPT } from '../../lib/backends/redis/release-semaphore.lua';
 import { RELEASE_SCRIPT } from '../../lib/backends/redis/release.lua';
-import { startLocalRedis, type LocalRedisServer } from './local-redis-server';
+import { startRedis, type TestRedisServer } from '../support/redis-server';
 import { eventually, held, lockRequest, NAMESPACE } from './redis-spec-helpers';
 
 /** calls / failed_calls of one command from INFO commandstats. */
@@ -36,13 +36,13 @@ async function executedCommands(client: Redis): Promise<Record<string, number>> 
 }
 
 describe('Redis scripts', () => {
-  let server: LocalRedisServer;
+  let server: TestRedisServer;
   let client: Redis;
   let admin: Redis;
   let backend: RedisLockBackend;
 
   beforeAll(async () => {
-    server = await startLocalRedis();
+    server = await startRedis();
     client = new Redis(server.url);
     admin = new Redis(server.url);
     backend = new RedisLockBackend({ client });

@@ -1,23 +1,18 @@
-import { randomUUID } from 'node:crypto';
-import type { AcquireRequest, HeldLock, LockGrant } from '../../lib/backends/lock-backend.interface';
+import type { AcquireRequest } from '../../lib/backends/lock-backend.interface';
+import { lockRequest as request } from '../support/lock-requests';
+import { eventually as pollUntil } from '../support/time';
 
 export const NAMESPACE = 'spec';
 
-export function lockRequest(key: string, ttl = 10_000, namespace = NAMESPACE): AcquireRequest {
-  return { namespace, key, token: randomUUID(), ttl };
-}
+export { held } from '../support/lock-requests';
 
-export function held(request: AcquireRequest, grant: LockGrant): HeldLock {
-  return { ...request, fencingToken: grant.fencingToken, state: grant.state };
+export function lockRequest(key: string, ttl = 10_000, namespace = NAMESPACE): AcquireRequest {
+  return request(key, ttl, namespace);
 }
 
 /** Polls server-side state (no event exists for it) until `check` passes or `timeoutMs` ends. */
-export async function eventually(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+export function eventually(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  return pollUntil(check, 'the server-side condition held', timeoutMs);
 }
 
 /** An AbortSignal aborted after `ms` with a recognisable reason; dispose clears its timer. */

@@ -1,14 +1,14 @@
 import Redis from 'ioredis';
 import { LockBackendError } from '../../lib/errors/lock-backend.error';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
-import { unusedPort } from './local-redis-server';
+import { freeTestPort } from '../support/free-port';
 import { deadline, lockRequest, NAMESPACE } from './redis-spec-helpers';
 
 describe('Redis server unreachable', () => {
   let port: number;
 
   beforeAll(async () => {
-    port = await unusedPort();
+    port = await freeTestPort();
   });
 
   it('fails a waiting acquire with a LockBackendError naming the address when the deadline passes', async () => {

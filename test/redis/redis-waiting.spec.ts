@@ -2,20 +2,20 @@ import Redis from 'ioredis';
 import { LockBackendError } from '../../lib/errors/lock-backend.error';
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
-import { startLocalRedis, type LocalRedisServer } from './local-redis-server';
+import { startRedis, type TestRedisServer } from '../support/redis-server';
 import { deadline, eventually, held, lockRequest, NAMESPACE } from './redis-spec-helpers';
 
 const SUBSCRIBER_NAME = 'nest-distributed-lock:subscriber';
 
 describe('Redis waiters', () => {
-  let server: LocalRedisServer;
+  let server: TestRedisServer;
   let client: Redis;
   let admin: Redis;
   /** Re-checks only every 30 s: anything faster than that was woken by a release message. */
   let backend: RedisLockBackend;
 
   beforeAll(async () => {
-    server = await startLocalRedis();
+    server = await startRedis();
     client = new Redis(server.url);
     admin = new Redis(server.url);
     backend = new RedisLockBackend({ client, recheckInterval: 30_000 });

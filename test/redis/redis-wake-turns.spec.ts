@@ -3,7 +3,7 @@ import { ChannelSubscriber } from '../../lib/backends/redis/channel-subscriber';
 import { IoRedisPort } from '../../lib/backends/redis/port/ioredis-port';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
 import type { LockGrant } from '../../lib/backends/lock-backend.interface';
-import { startLocalRedis, type LocalRedisServer } from './local-redis-server';
+import { startRedis, type TestRedisServer } from '../support/redis-server';
 import { deadline, eventually, held, lockRequest } from './redis-spec-helpers';
 
 /** EVALSHA calls the server executed (every acquire attempt and release is one). */
@@ -34,12 +34,12 @@ function recorder() {
 }
 
 describe('Redis wake-ups without FIFO: one waiter per process per release', () => {
-  let server: LocalRedisServer;
+  let server: TestRedisServer;
   let client: Redis;
   let admin: Redis;
 
   beforeAll(async () => {
-    server = await startLocalRedis();
+    server = await startRedis();
     client = new Redis(server.url);
     admin = new Redis(server.url);
   });

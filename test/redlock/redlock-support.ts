@@ -2,7 +2,9 @@ import Redis from 'ioredis';
 import { RedlockBackend, type RedlockBackendOptions } from '../../lib/backends/redlock/redlock.backend';
 import {
   closeNodeRedisClient,
+  closeRedisClient,
   createNodeRedisClient,
+  own,
   type BackendUnderTest,
   type NodeRedisClient,
 } from '../support/backends';
@@ -34,23 +36,7 @@ export function connectRedlockBackend(
     for (const client of clients) client.disconnect();
     throw error;
   }
-  let closing: Promise<void> | undefined;
-  return {
-    backend,
-    close: () =>
-      (closing ??= (async () => {
-        try {
-          await backend.close();
-        } finally {
-          await Promise.all(
-            clients.map(async (client) => {
-              if (client.status === 'ready') await client.quit().catch(() => undefined);
-              client.disconnect();
-            }),
-          );
-        }
-      })()),
-  };
+  return own(backend, () => Promise.all(clients.map(closeRedisClient)).then(() => undefined));
 }
 
 /** The same over node-redis clients (RESP2), which connect in the background: commands wait for them. */
@@ -63,16 +49,5 @@ function connectNodeRedisRedlock(address: string, tuning: Omit<RedlockBackendOpt
     for (const client of clients) void closeNodeRedisClient(client);
     throw error;
   }
-  let closing: Promise<void> | undefined;
-  return {
-    backend,
-    close: () =>
-      (closing ??= (async () => {
-        try {
-          await backend.close();
-        } finally {
-          await Promise.all(clients.map(closeNodeRedisClient));
-        }
-      })()),
-  };
+  return own(backend, () => Promise.all(clients.map(closeNodeRedisClient)).then(() => undefined));
 }

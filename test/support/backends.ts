@@ -1,5 +1,5 @@
 import { Etcd3 } from 'etcd3';
-import Redis from 'ioredis';
+import Redis, { type Cluster } from 'ioredis';
 import type { HeldLock, LockBackend } from '../../lib/backends/lock-backend.interface';
 import { lockPrefix } from '../../lib/backends/etcd/etcd-key-layout';
 import { EtcdLockBackend } from '../../lib/backends/etcd/etcd-lock.backend';
@@ -144,7 +144,8 @@ function nodeRedisBackend(url: string, resp: 2 | 3): BackendUnderTest {
   return own(new RedisLockBackend({ client }), () => closeNodeRedisClient(client));
 }
 
-async function closeRedisClient(client: Redis): Promise<void> {
+/** Quits an ioredis client (Redis or Cluster) if it is connected, and stops it reconnecting. */
+export async function closeRedisClient(client: Redis | Cluster): Promise<void> {
   if (client.status === 'ready') await client.quit().catch(() => undefined);
   client.disconnect();
 }
@@ -155,12 +156,12 @@ function etcdBackend(endpoint: string): BackendUnderTest {
   return own(new EtcdLockBackend({ client }), () => client.close());
 }
 
-/** A world whose connections all go to one address (redis/etcd). */
-function serverWorld(kind: BackendKind, address: () => string): BackendWorld {
+/** A world in which every connect() is `connect()`, each connection closed with the world. */
+export function worldOf(connect: () => BackendUnderTest): BackendWorld {
   const opened: BackendUnderTest[] = [];
   return {
     connect() {
-      const connection = connectBackend(kind, address());
+      const connection = connect();
       opened.push(connection);
       return connection;
     },
@@ -168,6 +169,11 @@ function serverWorld(kind: BackendKind, address: () => string): BackendWorld {
       await Promise.allSettled(opened.splice(0).map((connection) => connection.close()));
     },
   };
+}
+
+/** A world whose connections all go to one address (redis/etcd). */
+function serverWorld(kind: BackendKind, address: () => string): BackendWorld {
+  return worldOf(() => connectBackend(kind, address()));
 }
 
 /** One in-process store; each connect() is a view whose close() leaves the store open for the others. */

@@ -1,17 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { etcdHealthy } from './etcd-server';
+import { etcdHealthy, etcdMemberArgs, type EtcdMemberPlan } from './etcd-server';
 import { freeTestPorts } from './free-port';
 import {
   findBinary,
-  ServerExitedError,
+  launchServer,
+  removeServerDir,
+  retireServer,
+  retryOnPortTaken,
+  serverDir,
   SpawnedServer,
-  spawnServer,
-  stopServer,
-  waitUntilReady,
 } from './server-process';
 
 /** One member of a test cluster. */
@@ -54,77 +52,45 @@ const HEARTBEAT_MS = 100;
 const ELECTION_MS = 1_000;
 const READY_TIMEOUT_MS = 30_000;
 
-interface MemberPlan {
-  readonly name: string;
-  readonly port: number;
-  readonly peerPort: number;
-  readonly dir: string;
-}
+type MemberPlan = EtcdMemberPlan;
 
 /** Starts a `size`-member etcd cluster on free loopback ports with temp data dirs; waits until it has a leader. */
 export async function startEtcdCluster(size = 3): Promise<TestEtcdCluster> {
   const binary = findBinary('etcd');
-  for (let attempt = 1; ; attempt++) {
+  return retryOnPortTaken(async () => {
     const plans = await planMembers(size);
-    const token = `ndl-cluster-${randomUUID()}`;
-    const initialCluster = plans.map((plan) => `${plan.name}=http://127.0.0.1:${plan.peerPort}`).join(',');
-    const members = plans.map((plan) => clusterMember(binary, plan, initialCluster, token));
+    const members = plans.map((plan) => clusterMember(binary, plan));
     try {
       // Together: no member is healthy before a quorum has started.
       await Promise.all(members.map((member) => member.restart()));
       return cluster(members, plans);
     } catch (error) {
       await Promise.allSettled(members.map((member) => member.stop()));
-      for (const plan of plans) rmSync(plan.dir, { recursive: true, force: true });
-      const portTaken = error instanceof ServerExitedError && error.portTaken;
-      if (portTaken && attempt < START_ATTEMPTS) continue;
+      for (const plan of plans) removeServerDir(plan.dir);
       throw error;
     }
-  }
+  }, START_ATTEMPTS);
 }
 
 async function planMembers(size: number): Promise<MemberPlan[]> {
   const ports = await freeTestPorts(size * 2);
+  const clusterToken = `ndl-cluster-${randomUUID()}`;
+  const initialCluster = Array.from({ length: size }, (_, i) => `m${i}=http://127.0.0.1:${ports[2 * i + 1]}`).join(',');
   return Array.from({ length: size }, (_, i) => ({
     name: `m${i}`,
     port: ports[2 * i],
     peerPort: ports[2 * i + 1],
-    dir: mkdtempSync(join(tmpdir(), `ndl-etcd-cluster-m${i}-`)),
+    dir: serverDir(`etcd-cluster-m${i}`),
+    initialCluster,
+    clusterToken,
+    heartbeatMs: HEARTBEAT_MS,
+    electionMs: ELECTION_MS,
   }));
 }
 
-function clusterMember(binary: string, plan: MemberPlan, initialCluster: string, token: string): EtcdClusterMember {
+function clusterMember(binary: string, plan: MemberPlan): EtcdClusterMember {
   const client = `http://127.0.0.1:${plan.port}`;
-  const peer = `http://127.0.0.1:${plan.peerPort}`;
-  // With a data dir from an earlier start, etcd ignores the --initial-* flags and rejoins as itself.
-  const args = [
-    '--name',
-    plan.name,
-    '--data-dir',
-    plan.dir,
-    '--listen-client-urls',
-    client,
-    '--advertise-client-urls',
-    client,
-    '--listen-peer-urls',
-    peer,
-    '--initial-advertise-peer-urls',
-    peer,
-    '--initial-cluster',
-    initialCluster,
-    '--initial-cluster-token',
-    token,
-    '--initial-cluster-state',
-    'new',
-    '--heartbeat-interval',
-    String(HEARTBEAT_MS),
-    '--election-timeout',
-    String(ELECTION_MS),
-    '--logger',
-    'zap',
-    '--log-level',
-    'error',
-  ];
+  const args = etcdMemberArgs(plan);
   let current: SpawnedServer | undefined;
 
   const halt = async (signal?: NodeJS.Signals) => {
@@ -132,12 +98,12 @@ function clusterMember(binary: string, plan: MemberPlan, initialCluster: string,
     current = undefined;
     if (!running) return;
     if (signal) {
-      if (running.isRunning()) running.child.kill(signal);
+      await running.kill(signal);
       await running.exited;
+      running.forget();
     } else {
-      await stopServer(running);
+      await retireServer(running);
     }
-    running.forget();
   };
 
   return {
@@ -153,21 +119,21 @@ function clusterMember(binary: string, plan: MemberPlan, initialCluster: string,
     kill: (signal: NodeJS.Signals = 'SIGKILL') => halt(signal),
     async restart() {
       await halt();
-      const server = spawnServer(binary, args);
-      // Removed with the process if this Jest worker exits before stop(); kept across restarts otherwise.
-      server.ownTempDir(plan.dir);
-      current = server;
-      try {
-        await waitUntilReady(
-          server,
-          `etcd member ${plan.name} on ${client}`,
-          () => etcdHealthy(plan.port),
-          READY_TIMEOUT_MS,
-        );
-      } catch (error) {
-        await halt();
+      // The data dir is removed with the process if this Jest worker exits before stop(); kept across restarts otherwise.
+      // Known before it is ready: the other members may fail meanwhile, and startEtcdCluster then stops this one.
+      const server = await launchServer({
+        what: `etcd member ${plan.name} on ${client}`,
+        binary,
+        args,
+        probe: () => etcdHealthy(plan.port),
+        readyTimeoutMs: READY_TIMEOUT_MS,
+        dir: plan.dir,
+        onSpawn: (spawned) => (current = spawned),
+      }).catch((error: unknown) => {
+        current = undefined;
         throw error;
-      }
+      });
+      current = server;
     },
   };
 }
@@ -201,7 +167,7 @@ function cluster(members: EtcdClusterMember[], plans: MemberPlan[]): TestEtcdClu
     stop() {
       stopping ??= (async () => {
         await Promise.allSettled(members.map((member) => member.stop()));
-        for (const plan of plans) rmSync(plan.dir, { recursive: true, force: true });
+        for (const plan of plans) removeServerDir(plan.dir);
       })();
       return stopping;
     },

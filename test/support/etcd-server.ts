@@ -1,36 +1,24 @@
-import { mkdtempSync, rmSync } from 'node:fs';
 import { get } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { freeTestPorts } from './free-port';
 import {
   findBinary,
-  ServerExitedError,
+  launchServer,
+  removeServerDir,
+  retireServer,
+  retryOnPortTaken,
+  serverDir,
+  type ServerControls,
   SpawnedServer,
-  spawnServer,
-  stopServer,
-  waitUntilReady,
 } from './server-process';
 
-export interface TestEtcdServer {
+export interface TestEtcdServer extends ServerControls {
   /** http://127.0.0.1:<port>, what `new Etcd3({ hosts })` takes. */
   readonly endpoint: string;
-  readonly host: '127.0.0.1';
-  readonly port: number;
   readonly peerPort: number;
-  readonly pid: number;
-  /** Graceful stop; removes the data dir. Idempotent. */
-  stop(): Promise<void>;
-  /** Sends a signal (SIGKILL to simulate a crash) and waits for the exit when the signal is fatal. */
-  kill(signal?: NodeJS.Signals): Promise<void>;
   /** Stops (if still running) and starts again on the same ports with the same data: keys and leases survive. */
   restart(): Promise<void>;
-  /** SIGSTOP: the server keeps its sockets but answers nothing. */
-  pause(): void;
-  resume(): void;
 }
 
-const START_ATTEMPTS = 5;
 const NAME = 'ndl-test';
 
 /**
@@ -39,28 +27,45 @@ const NAME = 'ndl-test';
  */
 export async function startEtcd(): Promise<TestEtcdServer> {
   const binary = findBinary('etcd');
-  for (let attempt = 1; ; attempt++) {
+  return retryOnPortTaken(async () => {
     const [port, peerPort] = await freeTestPorts(2);
-    const dir = mkdtempSync(join(tmpdir(), 'ndl-etcd-'));
+    const dir = serverDir('etcd');
     try {
       const server = await launch(binary, port, peerPort, dir);
       return wrap(binary, port, peerPort, dir, server);
     } catch (error) {
-      rmSync(dir, { recursive: true, force: true });
-      if (error instanceof ServerExitedError && error.portTaken && attempt < START_ATTEMPTS) continue;
+      removeServerDir(dir);
       throw error;
     }
-  }
+  });
 }
 
-async function launch(binary: string, port: number, peerPort: number, dir: string): Promise<SpawnedServer> {
-  const client = `http://127.0.0.1:${port}`;
-  const peer = `http://127.0.0.1:${peerPort}`;
-  const args = [
+export interface EtcdMemberPlan {
+  readonly name: string;
+  readonly port: number;
+  readonly peerPort: number;
+  readonly dir: string;
+  /** `name=http://127.0.0.1:peerPort,...`: every member of the cluster, this one included. */
+  readonly initialCluster: string;
+  readonly heartbeatMs: number;
+  readonly electionMs: number;
+  readonly clusterToken?: string;
+  /** Clients over TLS only (https://), with this certificate; peers stay on plain HTTP on loopback. */
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
+}
+
+/**
+ * The flags of one test etcd member. With a data dir from an earlier start, etcd ignores the --initial-* flags
+ * and rejoins as itself, so the same flags serve a restart.
+ */
+export function etcdMemberArgs(plan: EtcdMemberPlan): string[] {
+  const client = `${plan.tls ? 'https' : 'http'}://127.0.0.1:${plan.port}`;
+  const peer = `http://127.0.0.1:${plan.peerPort}`;
+  return [
     '--name',
-    NAME,
+    plan.name,
     '--data-dir',
-    dir,
+    plan.dir,
     '--listen-client-urls',
     client,
     '--advertise-client-urls',
@@ -70,28 +75,38 @@ async function launch(binary: string, port: number, peerPort: number, dir: strin
     '--initial-advertise-peer-urls',
     peer,
     '--initial-cluster',
-    `${NAME}=${peer}`,
+    plan.initialCluster,
+    ...(plan.clusterToken ? ['--initial-cluster-token', plan.clusterToken] : []),
     '--initial-cluster-state',
     'new',
+    ...(plan.tls ? ['--cert-file', plan.tls.certFile, '--key-file', plan.tls.keyFile] : []),
     '--heartbeat-interval',
-    '50',
+    String(plan.heartbeatMs),
     '--election-timeout',
-    '500',
+    String(plan.electionMs),
     '--logger',
     'zap',
     '--log-level',
     'error',
   ];
-  const server = spawnServer(binary, args);
-  server.ownTempDir(dir);
-  try {
-    await waitUntilReady(server, `etcd on ${client}`, () => etcdHealthy(port));
-  } catch (error) {
-    await stopServer(server);
-    server.forget();
-    throw error;
-  }
-  return server;
+}
+
+function launch(binary: string, port: number, peerPort: number, dir: string): Promise<SpawnedServer> {
+  return launchServer({
+    what: `etcd on http://127.0.0.1:${port}`,
+    binary,
+    args: etcdMemberArgs({
+      name: NAME,
+      port,
+      peerPort,
+      dir,
+      initialCluster: `${NAME}=http://127.0.0.1:${peerPort}`,
+      heartbeatMs: 50,
+      electionMs: 500,
+    }),
+    probe: () => etcdHealthy(port),
+    dir,
+  });
 }
 
 function wrap(binary: string, port: number, peerPort: number, dir: string, first: SpawnedServer): TestEtcdServer {
@@ -101,9 +116,7 @@ function wrap(binary: string, port: number, peerPort: number, dir: string, first
   const halt = async (): Promise<void> => {
     const running = current;
     current = undefined;
-    if (!running) return;
-    await stopServer(running);
-    running.forget();
+    await retireServer(running);
   };
 
   return {
@@ -118,24 +131,16 @@ function wrap(binary: string, port: number, peerPort: number, dir: string, first
       if (stopped) return;
       stopped = true;
       await halt();
-      rmSync(dir, { recursive: true, force: true });
+      removeServerDir(dir);
     },
-    async kill(signal: NodeJS.Signals = 'SIGKILL') {
-      if (!current?.isRunning()) return;
-      current.child.kill(signal);
-      if (signal === 'SIGKILL' || signal === 'SIGTERM' || signal === 'SIGINT') await current.exited;
-    },
+    kill: async (signal?: NodeJS.Signals) => current?.kill(signal),
     async restart() {
       if (stopped) throw new Error('etcd was stopped for good; start a new one');
       await halt();
       current = await launch(binary, port, peerPort, dir);
     },
-    pause() {
-      current?.child.kill('SIGSTOP');
-    },
-    resume() {
-      current?.child.kill('SIGCONT');
-    },
+    pause: () => current?.pause(),
+    resume: () => current?.resume(),
   };
 }
 

@@ -1,19 +1,26 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis, { Cluster } from 'ioredis';
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import { RedisLockBackend, type RedisLockBackendTuning } from '../../lib/backends/redis/redis-lock.backend';
-import type { BackendFactory, BackendUnderTest, BackendWorld } from './backends';
+import {
+  closeRedisClient,
+  own,
+  worldOf,
+  type BackendFactory,
+  type BackendUnderTest,
+  type BackendWorld,
+} from './backends';
 import { freeTestPorts } from './free-port';
-import { pingRedis } from './redis-server';
+import { pingRedis, redisServerArgs } from './redis-server';
 import {
   findBinary,
-  ServerExitedError,
+  launchServer,
+  removeServerDir,
+  retireServer,
+  retryOnPortTaken,
+  serverDir,
   SpawnedServer,
-  spawnServer,
-  stopServer,
   waitUntilReady,
 } from './server-process';
 
@@ -32,7 +39,6 @@ export interface TestRedisCluster {
   stop(): Promise<void>;
 }
 
-const START_ATTEMPTS = 5;
 const CREATE_TIMEOUT_MS = 60_000;
 const READY_TIMEOUT_MS = 30_000;
 
@@ -85,42 +91,17 @@ export function clusterClient(address: string): Cluster {
 /** A RedisLockBackend over a new Cluster client: used by the cluster suites and by forked workers. */
 export function connectClusterBackend(address: string, tuning: RedisLockBackendTuning = {}): BackendUnderTest {
   const client = clusterClient(address);
-  const backend = new RedisLockBackend({ client, ...tuning });
-  let closing: Promise<void> | undefined;
-  return {
-    backend,
-    close: () =>
-      (closing ??= (async () => {
-        try {
-          await backend.close();
-        } finally {
-          if (client.status === 'ready') await client.quit().catch(() => undefined);
-          client.disconnect();
-        }
-      })()),
-  };
+  return own(new RedisLockBackend({ client, ...tuning }), () => closeRedisClient(client));
 }
 
 /**
- * The shared contract suites' view of a cluster (test/cluster/redis-cluster.contract.spec.ts). Forked workers reach
+ * The shared contract suites' view of a cluster (test/contract/redis-cluster.contract.spec.ts). Forked workers reach
  * it through connectBackend('redis-cluster', address), which test/support/backends.ts must map to
  * connectClusterBackend. No `unreachable`: that case expects the backend's kind ('redis') to equal the factory's
  * name; test/cluster/redis-cluster.spec.ts checks a dead cluster itself.
  */
 export function redisClusterFactory(cluster: () => TestRedisCluster): BackendFactory {
-  const world = (): BackendWorld => {
-    const opened: BackendUnderTest[] = [];
-    return {
-      connect() {
-        const connection = connectClusterBackend(cluster().address);
-        opened.push(connection);
-        return connection;
-      },
-      async close() {
-        await Promise.allSettled(opened.splice(0).map((connection) => connection.close()));
-      },
-    };
-  };
+  const world = (): BackendWorld => worldOf(() => connectClusterBackend(cluster().address));
   return {
     name: 'redis-cluster',
     crossProcess: true,
@@ -147,47 +128,35 @@ export function redisClusterFactory(cluster: () => TestRedisCluster): BackendFac
   };
 }
 
-async function launchNode(binary: string): Promise<Node> {
-  for (let attempt = 1; ; attempt++) {
+function launchNode(binary: string): Promise<Node> {
+  return retryOnPortTaken(async () => {
     // The cluster bus would default to port + 10000, which may be taken or above 65535: pick it too.
     const [port, busPort] = await freeTestPorts(2);
-    const dir = mkdtempSync(join(tmpdir(), 'ndl-redis-cluster-'));
-    const server = spawnServer(binary, [
-      '--port',
-      String(port),
-      '--cluster-enabled',
-      'yes',
-      '--cluster-config-file',
-      join(dir, 'nodes.conf'),
-      '--cluster-port',
-      String(busPort),
-      '--cluster-node-timeout',
-      '5000',
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--dir',
-      dir,
-      '--daemonize',
-      'no',
-      '--loglevel',
-      'warning',
-    ]);
-    server.ownTempDir(dir);
+    const dir = serverDir('redis-cluster');
     try {
-      await waitUntilReady(server, `redis-server (cluster node) on 127.0.0.1:${port}`, () => pingRedis(port));
+      const server = await launchServer({
+        what: `redis-server (cluster node) on 127.0.0.1:${port}`,
+        binary,
+        args: [
+          ...redisServerArgs(port, dir),
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          join(dir, 'nodes.conf'),
+          '--cluster-port',
+          String(busPort),
+          '--cluster-node-timeout',
+          '5000',
+        ],
+        probe: () => pingRedis(port),
+        dir,
+      });
       return { port, server, dir };
     } catch (error) {
-      await stopServer(server);
-      rmSync(dir, { recursive: true, force: true });
-      server.forget();
-      if (error instanceof ServerExitedError && error.portTaken && attempt < START_ATTEMPTS) continue;
+      removeServerDir(dir);
       throw error;
     }
-  }
+  });
 }
 
 /** Every node must see the whole cluster: all 16384 slots served and state ok. */
@@ -212,9 +181,8 @@ async function waitForClusterOk(node: Node): Promise<void> {
 async function stopNodes(nodes: Node[]): Promise<void> {
   await Promise.all(
     nodes.splice(0).map(async (node) => {
-      await stopServer(node.server);
-      rmSync(node.dir, { recursive: true, force: true });
-      node.server.forget();
+      await retireServer(node.server);
+      removeServerDir(node.dir);
     }),
   );
 }

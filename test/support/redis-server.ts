@@ -1,15 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createConnection } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { freeTestPort } from './free-port';
 import {
   findBinary,
-  ServerExitedError,
+  launchServer,
+  removeServerDir,
+  retireServer,
+  retryOnPortTaken,
+  serverDir,
+  type ServerControls,
   SpawnedServer,
-  spawnServer,
-  stopServer,
-  waitUntilReady,
 } from './server-process';
 
 export interface RedisServerOptions {
@@ -19,49 +18,25 @@ export interface RedisServerOptions {
   extraArgs?: string[];
 }
 
-export interface TestRedisServer {
-  readonly host: '127.0.0.1';
-  readonly port: number;
+export interface TestRedisServer extends ServerControls {
   /** redis://[:password@]127.0.0.1:port */
   readonly url: string;
-  readonly pid: number;
-  /** Graceful stop; removes the data dir. Idempotent. */
-  stop(): Promise<void>;
-  /** Sends a signal (SIGKILL to simulate a crash) and waits for the exit when the signal is fatal. */
-  kill(signal?: NodeJS.Signals): Promise<void>;
   /** Stops (if still running) and starts a fresh, empty server on the same port. */
   restart(): Promise<void>;
-  /** SIGSTOP: the server keeps its sockets but answers nothing, like a hung host. */
-  pause(): void;
-  /** SIGCONT after pause(). */
-  resume(): void;
 }
-
-const START_ATTEMPTS = 5;
 
 /** Starts a throw-away redis-server on a free loopback port, without persistence, and waits until it answers. */
 export async function startRedis(options: RedisServerOptions = {}): Promise<TestRedisServer> {
   const binary = findBinary('redis-server');
-  for (let attempt = 1; ; attempt++) {
+  return retryOnPortTaken(async () => {
     const port = await freeTestPort();
-    try {
-      const running = await launch(binary, port, options);
-      return wrap(binary, port, options, running);
-    } catch (error) {
-      if (error instanceof ServerExitedError && error.portTaken && attempt < START_ATTEMPTS) continue;
-      throw error;
-    }
-  }
+    return wrap(binary, port, options, await launch(binary, port, options));
+  });
 }
 
-interface Running {
-  server: SpawnedServer;
-  dir: string;
-}
-
-async function launch(binary: string, port: number, options: RedisServerOptions): Promise<Running> {
-  const dir = mkdtempSync(join(tmpdir(), 'ndl-redis-'));
-  const args = [
+/** The flags every test redis-server runs with: loopback only, no persistence, a temp dir, quiet. */
+export function redisServerArgs(port: number, dir: string): string[] {
+  return [
     '--port',
     String(port),
     '--bind',
@@ -76,20 +51,33 @@ async function launch(binary: string, port: number, options: RedisServerOptions)
     'no',
     '--loglevel',
     'warning',
-    ...(options.password ? ['--requirepass', options.password] : []),
-    ...(options.extraArgs ?? []),
   ];
-  const server = spawnServer(binary, args);
-  server.ownTempDir(dir);
+}
+
+interface Running {
+  server: SpawnedServer;
+  dir: string;
+}
+
+async function launch(binary: string, port: number, options: RedisServerOptions): Promise<Running> {
+  const dir = serverDir('redis');
   try {
-    await waitUntilReady(server, `redis-server on 127.0.0.1:${port}`, () => pingRedis(port));
+    const server = await launchServer({
+      what: `redis-server on 127.0.0.1:${port}`,
+      binary,
+      args: [
+        ...redisServerArgs(port, dir),
+        ...(options.password ? ['--requirepass', options.password] : []),
+        ...(options.extraArgs ?? []),
+      ],
+      probe: () => pingRedis(port),
+      dir,
+    });
+    return { server, dir };
   } catch (error) {
-    await stopServer(server);
-    rmSync(dir, { recursive: true, force: true });
-    server.forget();
+    removeServerDir(dir);
     throw error;
   }
-  return { server, dir };
 }
 
 function wrap(binary: string, port: number, options: RedisServerOptions, first: Running): TestRedisServer {
@@ -100,9 +88,8 @@ function wrap(binary: string, port: number, options: RedisServerOptions, first: 
     const running = current;
     current = undefined;
     if (!running) return;
-    await stopServer(running.server);
-    rmSync(running.dir, { recursive: true, force: true });
-    running.server.forget();
+    await retireServer(running.server);
+    removeServerDir(running.dir);
   };
 
   return {
@@ -113,21 +100,13 @@ function wrap(binary: string, port: number, options: RedisServerOptions, first: 
       return current?.server.pid ?? -1;
     },
     stop: shutDown,
-    async kill(signal: NodeJS.Signals = 'SIGKILL') {
-      if (!current?.server.isRunning()) return;
-      current.server.child.kill(signal);
-      if (signal === 'SIGKILL' || signal === 'SIGTERM' || signal === 'SIGINT') await current.server.exited;
-    },
+    kill: async (signal?: NodeJS.Signals) => current?.server.kill(signal),
     async restart() {
       await shutDown();
       current = await launch(binary, port, options);
     },
-    pause() {
-      current?.server.child.kill('SIGSTOP');
-    },
-    resume() {
-      current?.server.child.kill('SIGCONT');
-    },
+    pause: () => current?.server.pause(),
+    resume: () => current?.server.resume(),
   };
 }
 

@@ -30,3 +30,19 @@ export function outcome<T>(work: Promise<T>): Promise<{ value?: T; error?: unkno
     (error: unknown) => ({ error }),
   );
 }
+
+/**
+ * Polls `condition` every 20 ms until it holds, for state that has no event to wait on (a key appearing on a
+ * server, a subscriber count); rejects naming `what` after `timeoutMs`.
+ */
+export async function eventually(
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 15_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20).unref());
+  }
+}

@@ -6,7 +6,16 @@ import { promisify } from 'node:util';
 import { createClient } from 'node-zookeeper-client';
 import { containSocketHandlerErrors } from '../../lib/backends/zookeeper/owned-client';
 import { freeTestPort } from './free-port';
-import { ServerExitedError, SpawnedServer, spawnServer, stopServer, waitUntilReady } from './server-process';
+import {
+  findBinary,
+  launchServer,
+  removeServerDir,
+  retireServer,
+  retryOnPortTaken,
+  serverDir,
+  type ServerControls,
+  SpawnedServer,
+} from './server-process';
 
 /** What CI (and a developer) must install for the ZooKeeper tests: the server's jars, Curator's, a JDK. */
 export const ZOOKEEPER_INSTALL_HINT = 'apt-get install -y zookeeper libcurator-recipes-java default-jdk-headless';
@@ -27,24 +36,13 @@ export interface ZooKeeperServerOptions {
   forceSync?: boolean;
 }
 
-export interface TestZooKeeperServer {
+/** pause() stops the server's session clock too. */
+export interface TestZooKeeperServer extends ServerControls {
   /** `127.0.0.1:<port>`, what node-zookeeper-client and Curator take. */
   readonly connectionString: string;
-  readonly host: '127.0.0.1';
-  readonly port: number;
-  readonly pid: number;
   readonly tickTime: number;
-  /** Graceful stop; removes the data dir. Idempotent. */
-  stop(): Promise<void>;
-  /** Sends a signal (SIGKILL to simulate a crash) and waits for the exit when the signal is fatal. */
-  kill(signal?: NodeJS.Signals): Promise<void>;
-  /** SIGSTOP: the server keeps its sockets but answers nothing, and its session clock stops too. */
-  pause(): void;
-  /** SIGCONT after pause(). */
-  resume(): void;
 }
 
-const START_ATTEMPTS = 5;
 const JAVA_OPTIONS = [
   // A small, quick-starting JVM: the tests need a few MB of data and no peak throughput.
   '-Xms32m',
@@ -65,35 +63,25 @@ export async function startZooKeeper(options: ZooKeeperServerOptions = {}): Prom
   const classpath = zookeeperServerClasspath();
   const tickTime = options.tickTime ?? 500;
   const forceSync = options.forceSync ?? false;
-  for (let attempt = 1; ; attempt++) {
+  return retryOnPortTaken(async () => {
     const port = await freeTestPort();
     // The port in the dir name puts it on the JVM's command line, which is what orphan reaping checks.
-    const dir = mkdtempSync(join(tmpdir(), `ndl-zookeeper-${port}-`));
+    const dir = serverDir(`zookeeper-${port}`);
     try {
       const server = await launch(java, classpath, port, tickTime, forceSync, dir);
       return wrap(server, port, tickTime, dir);
     } catch (error) {
-      rmSync(dir, { recursive: true, force: true });
-      if (error instanceof ServerExitedError && error.portTaken && attempt < START_ATTEMPTS) continue;
+      removeServerDir(dir);
       throw error;
     }
-  }
+  });
 }
 
 /** The `java` launcher (or another JDK tool, e.g. `javac`) on PATH, or an error that says what to install. */
 export function findJava(tool: 'java' | 'javac' = 'java'): string {
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    if (!dir) continue;
-    const candidate = join(dir, tool);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not in this directory
-    }
-  }
-  throw new Error(
-    `${tool} is not on PATH. The ZooKeeper tests run a real ZooKeeper server and a Curator client: ${ZOOKEEPER_INSTALL_HINT}`,
+  return findBinary(
+    tool,
+    `The ZooKeeper tests run a real ZooKeeper server and a Curator client: ${ZOOKEEPER_INSTALL_HINT}`,
   );
 }
 
@@ -144,24 +132,21 @@ async function launch(
       '',
     ].join('\n'),
   );
-  const server = spawnServer(java, [
-    ...JAVA_OPTIONS,
-    '-cp',
-    classpath,
-    'org.apache.zookeeper.server.ZooKeeperServerMain',
-    config,
-  ]);
-  server.ownTempDir(dir);
-  recordForReaping(server.pid, port);
+  let pid = -1;
   try {
-    await waitUntilReady(server, `ZooKeeper on 127.0.0.1:${port}`, () => grantsSession(`127.0.0.1:${port}`), 30_000);
+    return await launchServer({
+      what: `ZooKeeper on 127.0.0.1:${port}`,
+      binary: java,
+      args: [...JAVA_OPTIONS, '-cp', classpath, 'org.apache.zookeeper.server.ZooKeeperServerMain', config],
+      probe: () => grantsSession(`127.0.0.1:${port}`),
+      readyTimeoutMs: 30_000,
+      dir,
+      onSpawn: (server) => recordForReaping((pid = server.pid), port),
+    });
   } catch (error) {
-    await stopServer(server);
-    server.forget();
-    forgetForReaping(server.pid);
+    forgetForReaping(pid);
     throw error;
   }
-  return server;
 }
 
 function wrap(server: SpawnedServer, port: number, tickTime: number, dir: string): TestZooKeeperServer {
@@ -175,22 +160,13 @@ function wrap(server: SpawnedServer, port: number, tickTime: number, dir: string
     async stop() {
       if (stopped) return;
       stopped = true;
-      await stopServer(server);
-      server.forget();
+      await retireServer(server);
       forgetForReaping(server.pid);
-      rmSync(dir, { recursive: true, force: true });
+      removeServerDir(dir);
     },
-    async kill(signal: NodeJS.Signals = 'SIGKILL') {
-      if (!server.isRunning()) return;
-      server.child.kill(signal);
-      if (signal === 'SIGKILL' || signal === 'SIGTERM' || signal === 'SIGINT') await server.exited;
-    },
-    pause() {
-      if (server.isRunning()) server.child.kill('SIGSTOP');
-    },
-    resume() {
-      if (server.isRunning()) server.child.kill('SIGCONT');
-    },
+    kill: (signal?: NodeJS.Signals) => server.kill(signal),
+    pause: () => server.pause(),
+    resume: () => server.resume(),
   };
 }
 

@@ -6,26 +6,12 @@ import { firstValueFrom } from 'rxjs';
 import { LockTimeoutError } from '../../lib/errors';
 import { LockService } from '../../lib/lock.service';
 import { BackendUnderTest, connectBackend } from '../support/backends';
+import { fromParent, leave, runWorker, stayAlive, toParent, workerConfig } from '../support/worker';
 import { runIncrements } from './increment-loop';
 import { ParentMessage, WORKER_CONFIG_ENV, WorkerConfig, WorkerMessage } from './worker-protocol';
 
-function send(message: WorkerMessage): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (!process.send) return reject(new Error('lock-worker must be started with child_process.fork (no IPC channel)'));
-    process.send(message, (error: Error | null) => (error ? reject(error) : resolve()));
-  });
-}
-
-function nextParentMessage(type: ParentMessage['type']): Promise<ParentMessage> {
-  return new Promise((resolve) => {
-    const onMessage = (message: ParentMessage) => {
-      if (message?.type !== type) return;
-      process.off('message', onMessage);
-      resolve(message);
-    };
-    process.on('message', onMessage);
-  });
-}
+const send = (message: WorkerMessage) => toParent(message);
+const nextParentMessage = (type: ParentMessage['type']) => fromParent<ParentMessage>(type);
 
 function check(condition: unknown, what: string): void {
   if (!condition) throw new Error(`lifecycle check failed: ${what}`);
@@ -50,7 +36,7 @@ async function increment(config: WorkerConfig): Promise<void> {
   await locks.close();
   await connection.close();
   await send({ type: 'done', sections });
-  finished();
+  leave();
 }
 
 async function hold(config: WorkerConfig): Promise<void> {
@@ -67,7 +53,7 @@ async function hold(config: WorkerConfig): Promise<void> {
     token: lock.token,
     expiresAt: lock.expiresAt,
   });
-  // keepAlive stays: the process (and the watchdog) runs until the parent kills it.
+  // The keep-alive stays: the process (and the watchdog) runs until the parent kills it.
 }
 
 /** Uses every long-lived resource the library has, closes, and leaves it to the process to exit on its own. */
@@ -101,7 +87,7 @@ async function lifecycle(config: WorkerConfig): Promise<void> {
   await first.close();
   if (second !== first) await second.close();
   await send({ type: 'done', summary: { fencingToken: next.fencingToken.toString() } });
-  finished();
+  leave();
   // Unref'd: only fires if something else keeps the process alive, and then says what.
   setTimeout(() => {
     process.stderr.write(
@@ -110,29 +96,11 @@ async function lifecycle(config: WorkerConfig): Promise<void> {
   }, 4_000).unref();
 }
 
-/**
- * The library's own timers are unref'd (they must never keep an app alive), and a child's IPC channel only
- * holds the process open while it has 'message' listeners; this keeps the worker alive while it works.
- * Cleared before the final checks, so that what remains is only what the library left open.
- */
-const keepAlive = setInterval(() => undefined, 1_000);
-let leaving = false;
-
-// The parent test process died (even by SIGKILL, when its exit hook cannot run): do not linger as an orphan.
-process.on('disconnect', () => {
-  if (!leaving) process.exit(2);
-});
-
-function finished(): void {
-  leaving = true;
-  clearInterval(keepAlive);
-  process.disconnect();
-}
+// Left (leave()) before the final checks, so that what remains is only what the library left open.
+stayAlive();
 
 async function main(): Promise<void> {
-  const raw = process.env[WORKER_CONFIG_ENV];
-  if (!raw) throw new Error(`${WORKER_CONFIG_ENV} is not set`);
-  const config = JSON.parse(raw) as WorkerConfig;
+  const config = workerConfig<WorkerConfig>(WORKER_CONFIG_ENV);
   switch (config.mode) {
     case 'increment':
       return increment(config);
@@ -143,10 +111,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch(async (error: unknown) => {
-  const failure = error instanceof Error ? error : new Error(String(error));
-  await send({ type: 'error', name: failure.name, message: failure.message, stack: failure.stack }).catch(
-    () => undefined,
-  );
-  process.exit(1);
-});
+runWorker(main);

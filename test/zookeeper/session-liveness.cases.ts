@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { AcquireRequest, HeldLock, LockGrant } from '../../lib/backends/lock-backend.interface';
+import type { AcquireRequest } from '../../lib/backends/lock-backend.interface';
 import type { ContractContext } from '../contract/contract-context';
+import { held } from '../support/lock-requests';
 import { within } from '../support/time';
 import type { TestZooKeeperServer } from '../support/zookeeper-server';
 import { FaultProxy } from './fault-proxy';
-import { LineProcess } from './line-process';
+import { LineProcess } from '../support/line-process';
 import { CONTRACT_SESSION_TIMEOUT, connectZooKeeperBackend } from './zookeeper-contract-factory';
 
 /**
@@ -23,10 +24,6 @@ const MARGIN = 5_000;
 
 function request(ctx: ContractContext, key: string, ttl: number): AcquireRequest {
   return { namespace: ctx.ns, key, token: randomUUID(), ttl };
-}
-
-function held(request: AcquireRequest, grant: LockGrant): HeldLock {
-  return { ...request, fencingToken: grant.fencingToken, state: grant.state };
 }
 
 /** Stands in for crash.cases: the holder is another OS process, and nothing of it runs after the kill. */

@@ -1,6 +1,6 @@
 import { asZooKeeperLockState } from '../../lib/backends/zookeeper/zookeeper-lock-state';
 import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper-lock.backend';
-import type { BackendFactory, BackendKind, BackendUnderTest, BackendWorld } from '../support/backends';
+import { worldOf, type BackendFactory, type BackendKind, type BackendUnderTest } from '../support/backends';
 import { freeTestPort } from '../support/free-port';
 import type { TestZooKeeperServer } from '../support/zookeeper-server';
 import { AdminClient } from './zookeeper-spec-helpers';
@@ -38,19 +38,7 @@ export function zookeeperFactory(server: () => TestZooKeeperServer): BackendFact
     minTtl: 2_000,
     address: () => server().connectionString,
     create: async () => connectZooKeeperBackend(server().connectionString),
-    world(): BackendWorld {
-      const opened: BackendUnderTest[] = [];
-      return {
-        connect() {
-          const connection = connectZooKeeperBackend(server().connectionString);
-          opened.push(connection);
-          return connection;
-        },
-        async close() {
-          await Promise.allSettled(opened.splice(0).map((connection) => connection.close()));
-        },
-      };
-    },
+    world: () => worldOf(() => connectZooKeeperBackend(server().connectionString)),
     unreachable: async () => {
       const port = await freeTestPort();
       return { port, ...connectZooKeeperBackend(`127.0.0.1:${port}`) };

@@ -9,7 +9,7 @@ import {
   startZooKeeper,
   TestZooKeeperServer,
 } from '../support/zookeeper-server';
-import { LineProcess, killAllLineProcesses } from './line-process';
+import { LineProcess, killAllLineProcesses } from '../support/line-process';
 import { AdminClient, queued, track } from './zookeeper-spec-helpers';
 
 /** JVM start-up and Curator's connect take a few seconds on a busy two-core machine. */
@@ -72,7 +72,7 @@ describe("Interop with Apache Curator's InterProcessReadWriteLock", () => {
     await queued(admin, 'java-writes', 2, 'curator-rw');
     expect(nodeReader.settled()).toBe(false);
 
-    javaWriter.send('release');
+    javaWriter.writeLine('release');
     await javaWriter.nextLine('RELEASED', JAVA_TIMEOUT);
     const reader = await nodeReader.promise;
     expect(reader.isHeld).toBe(true);
@@ -85,7 +85,7 @@ describe("Interop with Apache Curator's InterProcessReadWriteLock", () => {
     for (const participant of participants)
       expect(participant.slice(participant.lastIndexOf('/') + 1)).toMatch(CURATOR_READ_NODE);
     expect(reader.isHeld).toBe(true);
-    javaReader.send('release');
+    javaReader.writeLine('release');
     await javaReader.nextLine('RELEASED', JAVA_TIMEOUT);
     await reader.release();
   });
@@ -109,7 +109,7 @@ describe("Interop with Apache Curator's InterProcessReadWriteLock", () => {
     expect(reader).not.toBeNull();
     expect(reader!.fencingToken > writer.fencingToken).toBe(true);
     await reader!.release();
-    patient.send('release');
+    patient.writeLine('release');
     await patient.nextLine('RELEASED', JAVA_TIMEOUT);
   });
 });

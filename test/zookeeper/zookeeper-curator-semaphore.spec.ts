@@ -9,7 +9,7 @@ import {
   startZooKeeper,
   TestZooKeeperServer,
 } from '../support/zookeeper-server';
-import { LineProcess, killAllLineProcesses } from './line-process';
+import { LineProcess, killAllLineProcesses } from '../support/line-process';
 import { AdminClient, eventually, track } from './zookeeper-spec-helpers';
 
 /** JVM start-up and Curator's connect take a few seconds on a busy two-core machine. */
@@ -99,7 +99,7 @@ describe("Interop with Apache Curator's InterProcessSemaphoreV2", () => {
     await nodes('java-first', 3, 1);
     expect(waiter.settled()).toBe(false);
 
-    javaHolder.send('release');
+    javaHolder.writeLine('release');
     await javaHolder.nextLine('RELEASED', JAVA_TIMEOUT);
     const second = await waiter.promise;
     expect(second.isHeld).toBe(true);
@@ -140,7 +140,7 @@ describe("Interop with Apache Curator's InterProcessSemaphoreV2", () => {
     await nodes('node-first', 3, 1);
     expect(nodeWaiter.settled()).toBe(false);
 
-    patient.send('release');
+    patient.writeLine('release');
     await patient.nextLine('RELEASED', JAVA_TIMEOUT);
     const third = await nodeWaiter.promise;
     expect(third.fencingToken > held[1].fencingToken).toBe(true);

@@ -9,7 +9,7 @@ import {
   startZooKeeper,
   TestZooKeeperServer,
 } from '../support/zookeeper-server';
-import { LineProcess, killAllLineProcesses } from './line-process';
+import { LineProcess, killAllLineProcesses } from '../support/line-process';
 import { AdminClient, queued, track } from './zookeeper-spec-helpers';
 
 /** JVM start-up and Curator's connect take a few seconds on a busy two-core machine. */
@@ -75,7 +75,7 @@ describe("Interop with Apache Curator's InterProcessMutex", () => {
     await queued(admin, 'java-first', 3, 'curator');
     expect(nodeWaiter.settled()).toBe(false);
 
-    javaHolder.send('release');
+    javaHolder.writeLine('release');
     await javaHolder.nextLine('RELEASED', JAVA_TIMEOUT);
     const lock = await nodeWaiter.promise;
     expect(lock.isHeld).toBe(true);
@@ -85,7 +85,7 @@ describe("Interop with Apache Curator's InterProcessMutex", () => {
 
     await lock.release();
     await javaLate.nextLine('ACQUIRED', JAVA_TIMEOUT);
-    javaLate.send('release');
+    javaLate.writeLine('release');
     await javaLate.nextLine('RELEASED', JAVA_TIMEOUT);
   });
 
@@ -106,7 +106,7 @@ describe("Interop with Apache Curator's InterProcessMutex", () => {
     // Curator lists the participants in its order: its own node only, ours is gone.
     expect(line.split(' ')[1].split(',')).toHaveLength(1);
     expect(await locks.tryAcquire('node-first', { ttl: 5_000 })).toBeNull();
-    patient.send('release');
+    patient.writeLine('release');
     await patient.nextLine('RELEASED', JAVA_TIMEOUT);
     const after = await locks.acquire('node-first', { ttl: 5_000, waitTimeout: 10_000 });
     expect(after.fencingToken > lock.fencingToken).toBe(true);

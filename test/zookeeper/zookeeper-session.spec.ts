@@ -10,7 +10,7 @@ import { LockService } from '../../lib/lock.service';
 import { outcome, within } from '../support/time';
 import { startZooKeeper, TestZooKeeperServer } from '../support/zookeeper-server';
 import { FaultProxy } from './fault-proxy';
-import { LineProcess, killAllLineProcesses } from './line-process';
+import { LineProcess, killAllLineProcesses } from '../support/line-process';
 import { eventually, held, lockRequest } from './zookeeper-spec-helpers';
 
 /** Short sessions, so expiry tests take seconds; the server's tickTime of 500 ms allows 1 s to 10 s. */

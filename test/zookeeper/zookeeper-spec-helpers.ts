@@ -1,29 +1,21 @@
 /* eslint-disable @typescript-eslint/prefer-promise-reject-errors -- node-zookeeper-client's Exception inherits Error at runtime; its @types omit that */
-import { randomUUID } from 'node:crypto';
 import { Client, createClient, Stat } from 'node-zookeeper-client';
 import { containSocketHandlerErrors } from '../../lib/backends/zookeeper/owned-client';
-import type { AcquireRequest, HeldLock, LockGrant } from '../../lib/backends/lock-backend.interface';
+import type { LockGrant } from '../../lib/backends/lock-backend.interface';
 // `reject(error)` below: node-zookeeper-client's Exception inherits Error at runtime; its @types omit that.
 import type { ZooKeeperLockState } from '../../lib/backends/zookeeper/zookeeper-lock-state';
 import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper-lock.backend';
 import { ALL_MARKERS, lockPath, sortContenders } from '../../lib/backends/zookeeper/zookeeper-node-layout';
 
-export const NAMESPACE = 'locks';
+import { DEFAULT_NAMESPACE as NAMESPACE } from '../support/lock-requests';
+import { eventually } from '../support/time';
 
-export function lockRequest(key: string, ttl = 5_000, namespace = NAMESPACE): AcquireRequest {
-  return { namespace, key, token: randomUUID(), ttl };
-}
-
-export function held(request: AcquireRequest, grant: LockGrant): HeldLock {
-  return { ...request, fencingToken: grant.fencingToken, state: grant.state };
-}
+export { held, lockRequest, never } from '../support/lock-requests';
+export { eventually, NAMESPACE };
 
 export function stateOf(grant: LockGrant): ZooKeeperLockState {
   return grant.state as ZooKeeperLockState;
 }
-
-/** A signal that never aborts. */
-export const never = (): AbortSignal => new AbortController().signal;
 
 /** A raw client for looking at the tree behind the backend's back, with promise-returning calls. */
 export class AdminClient {
@@ -82,19 +74,6 @@ export class AdminClient {
 
 function isNoNode(error: unknown): boolean {
   return (error as { code?: number }).code === -101;
-}
-
-/** Polls until `condition` holds: for state we cannot subscribe to (a node appearing on the server). */
-export async function eventually(
-  condition: () => boolean | Promise<boolean>,
-  what: string,
-  timeoutMs = 15_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 /** Waits until `count` contenders are queued on the lock. */

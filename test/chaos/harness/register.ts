@@ -1,4 +1,3 @@
-import { ChildProcess, fork } from 'node:child_process';
 import { createConnection, Socket } from 'node:net';
 import { join } from 'node:path';
 import {
@@ -9,7 +8,7 @@ import {
   RegisterRequest,
   RegisterStats,
 } from './register-protocol';
-import { TS_REGISTER } from './paths';
+import { ForkedWorker } from '../../support/worker';
 
 type Pending = { resolve: (reply: RegisterReply) => void; reject: (error: Error) => void };
 type Operation = RegisterRequest extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
@@ -108,32 +107,17 @@ export interface Register {
   stop(): Promise<void>;
 }
 
-const live = new Set<ChildProcess>();
-
 /** Forks a register process; `fenced: false` makes the control run's register, which accepts stale tokens. */
 export async function startRegister(options: { fenced: boolean; history?: boolean }): Promise<Register> {
-  const child = fork(join(__dirname, 'register-process.ts'), [], {
-    execArgv: ['--require', TS_REGISTER],
+  const child = ForkedWorker.fork<never, { type: 'listening'; port: number }>(join(__dirname, 'register-process.ts'), {
+    label: 'the register process',
     env: {
-      ...process.env,
       [REGISTER_FENCED_ENV]: String(options.fenced),
       [REGISTER_HISTORY_ENV]: String(options.history ?? true),
     },
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    stderr: 'inherit',
   });
-  live.add(child);
-  child.once('exit', () => live.delete(child));
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the register process did not start within 30 s')), 30_000);
-    child.once('message', (message: { type: string; port: number }) => {
-      clearTimeout(timer);
-      resolve(message.port);
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the register process exited during start-up (code ${code})`));
-    });
-  });
+  const { port } = await child.message('listening', 30_000);
   const client = await RegisterClient.connect(port);
   let stopping: Promise<void> | undefined;
   return {
@@ -143,15 +127,7 @@ export async function startRegister(options: { fenced: boolean; history?: boolea
     stop: () =>
       (stopping ??= (async () => {
         client.close();
-        if (child.exitCode === null && child.signalCode === null) {
-          const exited = new Promise((resolve) => child.once('exit', resolve));
-          child.kill('SIGKILL');
-          await exited;
-        }
+        await child.kill('SIGKILL');
       })()),
   };
 }
-
-process.once('exit', () => {
-  for (const child of live) child.kill('SIGKILL');
-});

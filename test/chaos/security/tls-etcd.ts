@@ -1,9 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
 import { get } from 'node:https';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { etcdMemberArgs } from '../../support/etcd-server';
 import { freeTestPorts } from '../../support/free-port';
-import { findBinary, spawnServer, stopServer, waitUntilReady } from '../../support/server-process';
+import {
+  findBinary,
+  launchServer,
+  removeServerDir,
+  retireServer,
+  retryOnPortTaken,
+  serverDir,
+} from '../../support/server-process';
 import type { TestCertificates } from './certificates';
 
 export interface TlsEtcd {
@@ -17,53 +22,38 @@ export interface TlsEtcd {
  * its readiness probe too), with a temp data dir. Peers stay on plain HTTP on loopback.
  */
 export async function startTlsEtcd(certificates: TestCertificates): Promise<TlsEtcd> {
-  const [port, peerPort] = await freeTestPorts(2);
-  const dir = mkdtempSync(join(tmpdir(), 'ndl-etcd-tls-'));
-  const endpoint = `https://127.0.0.1:${port}`;
-  const peer = `http://127.0.0.1:${peerPort}`;
-  const server = spawnServer(findBinary('etcd'), [
-    '--name',
-    'ndl-tls',
-    '--data-dir',
-    dir,
-    '--listen-client-urls',
-    endpoint,
-    '--advertise-client-urls',
-    endpoint,
-    '--listen-peer-urls',
-    peer,
-    '--initial-advertise-peer-urls',
-    peer,
-    '--initial-cluster',
-    `ndl-tls=${peer}`,
-    '--initial-cluster-state',
-    'new',
-    '--cert-file',
-    certificates.certFile,
-    '--key-file',
-    certificates.keyFile,
-    '--heartbeat-interval',
-    '50',
-    '--election-timeout',
-    '500',
-    '--logger',
-    'zap',
-    '--log-level',
-    'error',
-  ]);
-  server.ownTempDir(dir);
-  const stop = async () => {
-    await stopServer(server);
-    server.forget();
-    rmSync(dir, { recursive: true, force: true });
-  };
-  try {
-    await waitUntilReady(server, `etcd (TLS) on ${endpoint}`, () => healthy(port, certificates.ca));
-  } catch (error) {
-    await stop();
-    throw error;
-  }
-  return { endpoint, stop };
+  const binary = findBinary('etcd');
+  return retryOnPortTaken(async () => {
+    const [port, peerPort] = await freeTestPorts(2);
+    const dir = serverDir('etcd-tls');
+    const endpoint = `https://127.0.0.1:${port}`;
+    try {
+      const server = await launchServer({
+        what: `etcd (TLS) on ${endpoint}`,
+        binary,
+        args: etcdMemberArgs({
+          name: 'ndl-tls',
+          port,
+          peerPort,
+          dir,
+          initialCluster: `ndl-tls=http://127.0.0.1:${peerPort}`,
+          heartbeatMs: 50,
+          electionMs: 500,
+          tls: certificates,
+        }),
+        probe: () => healthy(port, certificates.ca),
+        dir,
+      });
+      const stop = async () => {
+        await retireServer(server);
+        removeServerDir(dir);
+      };
+      return { endpoint, stop };
+    } catch (error) {
+      removeServerDir(dir);
+      throw error;
+    }
+  });
 }
 
 function healthy(port: number, ca: Buffer): Promise<boolean> {

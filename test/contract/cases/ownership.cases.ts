@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { lastValueFrom } from 'rxjs';
-import type { AcquireRequest, HeldLock, LockGrant } from '../../../lib/backends/lock-backend.interface';
+import type { AcquireRequest, HeldLock } from '../../../lib/backends/lock-backend.interface';
 import { LockLostError } from '../../../lib/errors';
 import { RecordingBackend } from '../../support/recording-backend';
 import { outcome, within } from '../../support/time';
+import { held } from '../../support/lock-requests';
 import type { ContractContext } from '../contract-context';
 
 export function ownershipCases(ctx: ContractContext): void {
@@ -75,8 +76,4 @@ export function ownershipCases(ctx: ContractContext): void {
 
 function request(ctx: ContractContext, key: string, ttl: number): AcquireRequest {
   return { namespace: ctx.ns, key, token: randomUUID(), ttl };
-}
-
-function held(request: AcquireRequest, grant: LockGrant): HeldLock {
-  return { ...request, fencingToken: grant.fencingToken, state: grant.state };
 }

@@ -1,9 +1,7 @@
-import { ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { join } from 'node:path';
+import { ForkedWorker } from '../../support/worker';
 
 const ROOT = join(__dirname, '..', '..', '..');
-const TS_REGISTER = join(ROOT, 'test', 'support', 'ts-register.js');
 const MAIN = join(ROOT, 'sample', 'main.ts');
 const LISTENING = /Listening on (http:\/\/127\.0\.0\.1:\d+)/;
 
@@ -19,7 +17,7 @@ export interface SampleProcess {
 }
 
 /**
- * Starts `sample/main.ts` under the TypeScript register hook with the given environment (LOCK_BACKEND,
+ * Starts `sample/main.ts` through the worker harness with the given environment (LOCK_BACKEND,
  * REDIS_URL / ETCD_HOSTS, FILES_DIR, ...) on a free port, and resolves once it listens.
  */
 export async function startSample(
@@ -27,55 +25,23 @@ export async function startSample(
   env: Record<string, string>,
   startupMs = 90_000,
 ): Promise<SampleProcess> {
-  const child = spawn(process.execPath, ['--require', TS_REGISTER, MAIN], {
+  const app = ForkedWorker.fork(MAIN, {
+    label: `sample ${name}`,
     cwd: ROOT,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', NO_COLOR: '1', SNAPSHOT_INTERVAL_MS: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { PORT: '0', HOST: '127.0.0.1', NO_COLOR: '1', SNAPSHOT_INTERVAL_MS: '0', ...env },
   });
-  let output = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error(`sample ${name} did not start within ${startupMs} ms`)), startupMs);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString('utf8');
-      const match = LISTENING.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    };
-    const onExit = (code: number | null, signal: string | null) =>
-      fail(new Error(`sample ${name} exited (${signal ?? code}) before listening`));
-    function fail(error: Error) {
-      clearTimeout(timer);
-      child.kill('SIGKILL');
-      reject(new Error(`${error.message}. Output:\n${output}`));
-    }
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.once('exit', onExit);
-    child.once('error', fail);
-  });
-  child.removeAllListeners('exit');
-  // Keep draining the pipes, or a chatty child would block on a full pipe.
-  child.stdout.resume();
-  child.stderr.resume();
+  let url: string;
+  try {
+    [, url] = await app.outputMatching(LISTENING, startupMs);
+  } catch (error) {
+    await app.kill('SIGKILL');
+    throw error;
+  }
   return {
     name,
     url,
-    pid: child.pid!,
-    kill: () => terminate(child, 'SIGKILL'),
-    stop: () => terminate(child, 'SIGTERM'),
+    pid: app.pid,
+    kill: () => app.kill('SIGKILL'),
+    stop: () => app.terminate('SIGTERM', 15_000),
   };
-}
-
-async function terminate(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill(signal);
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  try {
-    await exited;
-  } finally {
-    clearTimeout(timer);
-  }
 }

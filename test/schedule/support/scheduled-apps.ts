@@ -1,38 +1,36 @@
-import { ChildProcess, fork } from 'node:child_process';
 import { join } from 'node:path';
+import { ForkedWorker } from '../../support/worker';
 import { SCHEDULED_APP_ENV, ScheduledAppConfig, ScheduledAppMessage } from './scheduled-app-protocol';
 
 const APP_SCRIPT = join(__dirname, 'scheduled-app.ts');
-const TS_REGISTER = join(__dirname, '..', '..', 'support', 'ts-register.js');
+
+type App = ForkedWorker<{ type: 'stop' }, ScheduledAppMessage>;
 
 /** Instances of scheduled-app.ts; every message any of them sent, in arrival order. */
 export class ScheduledApps {
   readonly messages: ScheduledAppMessage[] = [];
-  private readonly children = new Map<number, ChildProcess>();
-  private readonly output = new Map<number, string>();
+  private readonly apps = new Map<number, App>();
   private readonly listeners = new Set<() => void>();
 
   /** Forks `count` instances and resolves when each reported 'ready'. */
   async start(count: number, config: ScheduledAppConfig): Promise<void> {
     const ready: Promise<void>[] = [];
     for (let i = 0; i < count; i++) {
-      const child = fork(APP_SCRIPT, [], {
-        execArgv: ['--require', TS_REGISTER],
-        env: { ...process.env, [SCHEDULED_APP_ENV]: JSON.stringify(config) },
-        stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      const app: App = ForkedWorker.fork(APP_SCRIPT, {
+        label: `scheduled app ${i}`,
+        config: { env: SCHEDULED_APP_ENV, value: config },
       });
-      const pid = child.pid!;
-      this.children.set(pid, child);
-      const keep = (chunk: Buffer) =>
-        this.output.set(pid, ((this.output.get(pid) ?? '') + chunk.toString()).slice(-4000));
-      child.stdout?.on('data', keep);
-      child.stderr?.on('data', keep);
-      child.on('message', (message: ScheduledAppMessage) => {
+      const pid = app.pid;
+      this.apps.set(pid, app);
+      const collect = (message: ScheduledAppMessage) => {
         this.messages.push(message);
         for (const listener of [...this.listeners]) listener();
-      });
-      child.once('exit', () => {
-        this.children.delete(pid);
+      };
+      app.on('ready', collect);
+      app.on('ran', collect);
+      app.on('skipped', collect);
+      void app.exited.then(() => {
+        this.apps.delete(pid);
         for (const listener of [...this.listeners]) listener();
       });
       ready.push(
@@ -55,7 +53,9 @@ export class ScheduledApps {
       const timer = setTimeout(
         () =>
           finish(
-            new Error(`${what}: nothing within ${timeoutMs} ms. Output:\n${[...this.output.values()].join('\n')}`),
+            new Error(
+              `${what}: nothing within ${timeoutMs} ms. Output:\n${[...this.apps.values()].map((app) => app.output).join('\n')}`,
+            ),
           ),
         timeoutMs,
       );
@@ -74,28 +74,25 @@ export class ScheduledApps {
   }
 
   get pids(): number[] {
-    return [...this.children.keys()];
+    return [...this.apps.keys()];
   }
 
-  kill(pid: number): Promise<void> {
-    return this.exit(pid, () => this.children.get(pid)?.kill('SIGKILL'));
+  async kill(pid: number): Promise<void> {
+    await this.apps.get(pid)?.kill('SIGKILL');
   }
 
   /** Closes every instance's app gracefully and waits for the processes to exit. */
   async stopAll(): Promise<void> {
-    await Promise.all(this.pids.map((pid) => this.exit(pid, () => this.children.get(pid)?.send({ type: 'stop' }))));
+    await Promise.all(
+      [...this.apps.values()].map(async (app) => {
+        app.send({ type: 'stop' });
+        await app.exited;
+      }),
+    );
   }
 
   /** SIGKILLs whatever still runs (afterEach). */
   async killAll(): Promise<void> {
     await Promise.all(this.pids.map((pid) => this.kill(pid)));
-  }
-
-  private exit(pid: number, act: () => void): Promise<void> {
-    const child = this.children.get(pid);
-    if (!child) return Promise.resolve();
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    act();
-    return exited;
   }
 }

@@ -1,7 +1,14 @@
 import Redis from 'ioredis';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
-import { describeLockContract } from '../contract/lock-contract';
-import { redisFactory, type BackendFactory, type BackendUnderTest, type BackendWorld } from '../support/backends';
+import { describeLockContract } from './lock-contract';
+import {
+  closeRedisClient,
+  own,
+  redisFactory,
+  worldOf,
+  type BackendFactory,
+  type BackendUnderTest,
+} from '../support/backends';
 import { freeTestPort } from '../support/free-port';
 import { sharedRedisUrl } from '../support/shared-servers';
 
@@ -13,41 +20,14 @@ import { sharedRedisUrl } from '../support/shared-servers';
 function fifoBackend(url: string): BackendUnderTest {
   const client = new Redis(url);
   client.on('error', () => undefined);
-  const backend = new RedisLockBackend({ client, fairness: 'fifo' });
-  let closing: Promise<void> | undefined;
-  return {
-    backend,
-    close: () =>
-      (closing ??= (async () => {
-        try {
-          await backend.close();
-        } finally {
-          if (client.status === 'ready') await client.quit().catch(() => undefined);
-          client.disconnect();
-        }
-      })()),
-  };
-}
-
-function fifoWorld(): BackendWorld {
-  const opened: BackendUnderTest[] = [];
-  return {
-    connect() {
-      const connection = fifoBackend(sharedRedisUrl());
-      opened.push(connection);
-      return connection;
-    },
-    async close() {
-      await Promise.allSettled(opened.splice(0).map((connection) => connection.close()));
-    },
-  };
+  return own(new RedisLockBackend({ client, fairness: 'fifo' }), () => closeRedisClient(client));
 }
 
 const fifoFactory: BackendFactory = {
   ...redisFactory,
   fair: true,
   create: async () => fifoBackend(sharedRedisUrl()),
-  world: fifoWorld,
+  world: () => worldOf(() => fifoBackend(sharedRedisUrl())),
   unreachable: async () => {
     const port = await freeTestPort();
     return { port, ...fifoBackend(`redis://127.0.0.1:${port}`) };

@@ -1,7 +1,7 @@
-import { describeLockContract } from '../contract/lock-contract';
+import { describeLockContract } from './lock-contract';
 import { startEtcdCluster, TestEtcdCluster } from '../support/etcd-cluster';
 import { describeKindsContract } from '../kinds/kinds-contract';
-import { etcdClusterFactory } from './etcd-cluster-factory';
+import { etcdClusterFactory } from '../etcd/etcd-cluster-factory';
 
 /** The shared suites against a 3-member etcd cluster, the backend talking to all three members. */
 let cluster: TestEtcdCluster | undefined;

@@ -1,4 +1,4 @@
-import { describeLockContract } from '../contract/lock-contract';
+import { describeLockContract } from './lock-contract';
 import { describeKindsContract } from '../kinds/kinds-contract';
 import { redisClusterFactory, startRedisCluster, type TestRedisCluster } from '../support/redis-cluster';
 

@@ -4,14 +4,14 @@
  * from one sequential caller, beside the raw limit (node-zookeeper-client create of an ephemeral sequential node +
  * remove, on a path that exists) in interleaved rounds, and the wake-up latency from a holder's release to the
  * next waiter's grant.
- * Run: node --require ./test/support/ts-register.js test/zookeeper/bench-zookeeper.ts [--fsync]
+ * Run: node --require ./test/support/ts-register.js bench/standalone/zookeeper.ts [--fsync]
  * With --fsync the server fsyncs its log on every write, as in production (and as the etcd figures do).
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Client, CreateMode, createClient } from 'node-zookeeper-client';
 import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper-lock.backend';
-import { startZooKeeper } from '../support/zookeeper-server';
+import { startZooKeeper } from '../../test/support/zookeeper-server';
 
 const DURATION_MS = 2_000;
 const WAKE_UP_RUNS = 20;

@@ -1,10 +1,10 @@
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import Redis from 'ioredis';
-import { describeLockContract } from '../contract/lock-contract';
-import type { BackendFactory, BackendUnderTest, BackendWorld } from '../support/backends';
+import { describeLockContract } from './lock-contract';
+import { worldOf, type BackendFactory } from '../support/backends';
 import { freeTestPorts } from '../support/free-port';
 import { startRedis, type TestRedisServer } from '../support/redis-server';
-import { connectRedlockBackend, type RedlockClientKind } from './redlock-support';
+import { connectRedlockBackend, type RedlockClientKind } from '../redlock/redlock-support';
 
 /**
  * The shared contract suite against RedlockBackend over three real redis-server processes. Forked workers reach
@@ -23,20 +23,6 @@ afterAll(async () => {
 
 const address = () => servers.map((server) => server.url).join(',');
 
-function world(clientKind: RedlockClientKind): BackendWorld {
-  const opened: BackendUnderTest[] = [];
-  return {
-    connect() {
-      const connection = connectRedlockBackend(address(), {}, clientKind);
-      opened.push(connection);
-      return connection;
-    },
-    async close() {
-      await Promise.allSettled(opened.splice(0).map((connection) => connection.close()));
-    },
-  };
-}
-
 /** One factory per client package of the instances' clients: ioredis, node-redis. */
 const redlockFactory = (clientKind: RedlockClientKind): BackendFactory => ({
   name: clientKind === 'ioredis' ? 'redlock' : 'redlock-node',
@@ -49,7 +35,7 @@ const redlockFactory = (clientKind: RedlockClientKind): BackendFactory => ({
   minTtl: 1_500,
   address,
   create: async () => connectRedlockBackend(address(), {}, clientKind),
-  world: () => world(clientKind),
+  world: () => worldOf(() => connectRedlockBackend(address(), {}, clientKind)),
   unreachable: async () => {
     const ports = await freeTestPorts(3);
     const [port] = ports;
