@@ -4,9 +4,10 @@ import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import { RedisLockBackend, type RedisLockBackendTuning } from '../../lib/backends/redis/redis-lock.backend';
 import { LockService } from '../../lib/lock.service';
 import { uniqueNamespace } from '../support/backends';
-import { forkKindsWorker, killKindsWorkers } from './kinds-workers';
+import { killAllWorkers } from '../support/worker';
+import { forkKindsWorker } from './kinds-workers';
 import type { KindsSection } from './kinds-worker-protocol';
-import { startLocalRedis, type LocalRedisServer } from './local-redis-server';
+import { startRedis, type TestRedisServer } from '../support/redis-server';
 import { eventually, held, lockRequest } from './redis-spec-helpers';
 
 /** Far below every ttl and waiter ttl these tests use: only a handoff can explain a grant within it. */
@@ -17,13 +18,13 @@ const PROMPT_MS = 2_000;
  * publishes one grant message to that waiter's process.
  */
 describe('Redis handoff (grant on release)', () => {
-  let server: LocalRedisServer;
+  let server: TestRedisServer;
   let admin: Redis;
   let ns: string;
   const opened: { close(): Promise<unknown> }[] = [];
 
   beforeAll(async () => {
-    server = await startLocalRedis();
+    server = await startRedis();
     admin = new Redis(server.url);
   });
 
@@ -37,7 +38,7 @@ describe('Redis handoff (grant on release)', () => {
   });
 
   afterEach(async () => {
-    await killKindsWorkers();
+    await killAllWorkers();
     await Promise.all(opened.splice(0).map((resource) => resource.close()));
   });
 
@@ -71,7 +72,7 @@ describe('Redis handoff (grant on release)', () => {
         holdMs: 20,
       });
       await worker.message('ready');
-      worker.go();
+      worker.send({ type: 'go' });
       // Queued in this order: each one joins only after the one before it.
       await eventually(async () => (await queueLength('order')) === index + 1, 10_000);
       workers.push(worker);

@@ -8,7 +8,8 @@ import { LockQuorumError, LockTimeoutError } from '../../lib/errors';
 import { LockService } from '../../lib/lock.service';
 import { uniqueNamespace } from '../support/backends';
 import { startRedis, type TestRedisServer } from '../support/redis-server';
-import { killAllWorkers, spawnWorker } from '../workers/spawn-worker';
+import { killAllWorkers } from '../support/worker';
+import { spawnWorker } from '../workers/spawn-worker';
 import type { SectionReport } from '../workers/worker-protocol';
 
 const WORKERS = 10;
