@@ -82,9 +82,53 @@ export function clusterClient(address: string): Cluster {
   return client;
 }
 
-/** A RedisLockBackend over a new Cluster client: used by the cluster suites and by forked workers. */
-export function connectClusterBackend(address: string, tuning: RedisLockBackendTuning = {}): BackendUnderTest {
-  const client = clusterClient(address);
+/** Which client a cluster suite runs on: an ioredis `Cluster`, or node-redis `createCluster()` (RESP2). */
+export type ClusterClientPackage = 'ioredis' | 'node-redis';
+
+export const CLUSTER_CLIENT_PACKAGES: readonly ClusterClientPackage[] = ['ioredis', 'node-redis'];
+
+/** What tests use of a node-redis cluster client, whatever its generics. */
+export type NodeRedisCluster = import('redis').RedisClusterType;
+
+/**
+ * A node-redis cluster for `host:port,host:port`, connecting (not awaited: commands sent before it has read the
+ * slots wait for that), as a forked worker builds it too. `redis` is loaded lazily, like createNodeRedisClient.
+ */
+export function nodeRedisClusterClient(address: string): NodeRedisCluster {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { createCluster } = require('redis') as typeof import('redis');
+  const client = createCluster({
+    rootNodes: address.split(',').map((node) => ({ url: `redis://${node}` })),
+  }) as unknown as NodeRedisCluster;
+  // A test that stops a node on purpose must not throw "Unhandled error event".
+  client.on('error', () => undefined);
+  client.connect().catch(() => undefined);
+  return client;
+}
+
+/** Closes a test's cluster client of either package: gracefully when connected, then drops what is left. */
+export async function closeClusterClient(client: Cluster | NodeRedisCluster): Promise<void> {
+  if (client instanceof Cluster) {
+    if (client.status === 'ready') await client.quit().catch(() => undefined);
+    client.disconnect();
+    return;
+  }
+  if (client.isOpen) await client.close().catch(() => undefined);
+  if (client.isOpen) client.destroy();
+}
+
+/** A new cluster client of `clientPackage` (the caller closes it with closeClusterClient). */
+export function anyClusterClient(address: string, clientPackage: ClusterClientPackage): Cluster | NodeRedisCluster {
+  return clientPackage === 'ioredis' ? clusterClient(address) : nodeRedisClusterClient(address);
+}
+
+/** A RedisLockBackend over a new cluster client: used by the cluster suites and by forked workers. */
+export function connectClusterBackend(
+  address: string,
+  tuning: RedisLockBackendTuning = {},
+  clientPackage: ClusterClientPackage = 'ioredis',
+): BackendUnderTest {
+  const client = anyClusterClient(address, clientPackage);
   const backend = new RedisLockBackend({ client, ...tuning });
   let closing: Promise<void> | undefined;
   return {
@@ -94,25 +138,27 @@ export function connectClusterBackend(address: string, tuning: RedisLockBackendT
         try {
           await backend.close();
         } finally {
-          if (client.status === 'ready') await client.quit().catch(() => undefined);
-          client.disconnect();
+          await closeClusterClient(client);
         }
       })()),
   };
 }
 
 /**
- * The shared contract suites' view of a cluster (test/cluster/redis-cluster.contract.spec.ts). Forked workers reach
- * it through connectBackend('redis-cluster', address), which test/support/backends.ts must map to
- * connectClusterBackend. No `unreachable`: that case expects the backend's kind ('redis') to equal the factory's
+ * The shared contract suites' view of a cluster (test/cluster/redis-cluster.contract.spec.ts), over either client.
+ * Forked workers reach it through connectBackend('redis-cluster' or 'redis-node-cluster', address), which
+ * test/support/backends.ts maps to connectClusterBackend. No `unreachable`: that case expects the backend's kind ('redis') to equal the factory's
  * name; test/cluster/redis-cluster.spec.ts checks a dead cluster itself.
  */
-export function redisClusterFactory(cluster: () => TestRedisCluster): BackendFactory {
+export function redisClusterFactory(
+  cluster: () => TestRedisCluster,
+  clientPackage: ClusterClientPackage = 'ioredis',
+): BackendFactory {
   const world = (): BackendWorld => {
     const opened: BackendUnderTest[] = [];
     return {
       connect() {
-        const connection = connectClusterBackend(cluster().address);
+        const connection = connectClusterBackend(cluster().address, {}, clientPackage);
         opened.push(connection);
         return connection;
       },
@@ -122,13 +168,14 @@ export function redisClusterFactory(cluster: () => TestRedisCluster): BackendFac
     };
   };
   return {
-    name: 'redis-cluster',
+    name: clientPackage === 'ioredis' ? 'redis-cluster' : 'redis-node-cluster',
+    ...(clientPackage !== 'ioredis' && { backendKind: 'redis' }),
     crossProcess: true,
     fair: false,
     hasServer: true,
     minTtl: 1_500,
     address: () => cluster().address,
-    create: async () => connectClusterBackend(cluster().address),
+    create: async () => connectClusterBackend(cluster().address, {}, clientPackage),
     world,
     vanishings: [
       {

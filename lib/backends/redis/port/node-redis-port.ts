@@ -23,6 +23,9 @@ interface NodeRedisConnection {
   destroy(): void;
 }
 
+/** How our subscriber connections show up in CLIENT LIST (CLIENT SETNAME), as with ioredis. */
+export const NODE_REDIS_SUBSCRIBER_NAME = 'nest-distributed-lock:subscriber';
+
 /** How long close() may take, then the socket is dropped. */
 const CLOSE_TIMEOUT_MS = 1_000;
 
@@ -66,17 +69,7 @@ export class NodeRedisPort implements RedisPort {
    * trip, like an ioredis pipeline; each keeps its own reply or error.
    */
   evalshaMany(calls: readonly ShaCall[]): Promise<[Error | null, unknown][]> {
-    return Promise.all(
-      calls.map(({ sha1, keys, args }) =>
-        this.evalsha(sha1, keys, args).then(
-          (reply): [Error | null, unknown] => [null, reply],
-          (error: unknown): [Error | null, unknown] => [
-            error instanceof Error ? error : new Error(String(error)),
-            null,
-          ],
-        ),
-      ),
-    );
+    return sendEach(calls, (call) => this.evalsha(call.sha1, call.keys, call.args));
   }
 
   nodeOfSlot(): string | undefined {
@@ -106,7 +99,7 @@ export class NodeRedisPort implements RedisPort {
   }
 
   duplicateForSubscriber(): SubscriberConnection {
-    return new NodeRedisSubscriber(this.client.duplicate() as NodeRedisConnection);
+    return new NodeRedisSubscriber(this.client.duplicate({ name: NODE_REDIS_SUBSCRIBER_NAME }) as NodeRedisConnection);
   }
 
   private send(args: readonly string[]): Promise<unknown> {
@@ -114,7 +107,23 @@ export class NodeRedisPort implements RedisPort {
   }
 }
 
-function scriptCommand(
+/** Each call on its own, all in one tick (so node-redis writes them together), each with its own reply or error. */
+export function sendEach(
+  calls: readonly ShaCall[],
+  send: (call: ShaCall) => Promise<unknown>,
+): Promise<[Error | null, unknown][]> {
+  return Promise.all(
+    calls.map((call) =>
+      send(call).then(
+        (reply): [Error | null, unknown] => [null, reply],
+        (error: unknown): [Error | null, unknown] => [error instanceof Error ? error : new Error(String(error)), null],
+      ),
+    ),
+  );
+}
+
+/** EVAL or EVALSHA as raw arguments: (command, script, numkeys, ...keys, ...args). */
+export function scriptCommand(
   command: string,
   script: string,
   keys: readonly string[],
