@@ -58,14 +58,7 @@ export interface NodeRedisClusterLockClient {
   readonly isOpen: boolean;
   /** The masters as last discovered (empty until connect() has read the slots). */
   readonly masters: readonly object[];
-  // `any`: node-redis' own option type, which we must not import.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  sendCommand(
-    firstKey: string | undefined,
-    isReadonly: boolean | undefined,
-    args: string[],
-    options?: any,
-  ): Promise<unknown>;
+  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   duplicate(overrides?: any): unknown;
 }
