@@ -147,6 +147,13 @@ function describeRootNode(node: unknown): string {
 }
 
 /**
+ * Subscribed for as long as the subscriber lives, and never published to: node-redis drops a cluster's subscriber
+ * connection when its last channel is unsubscribed, so without it every waiter after an idle moment would pay a
+ * new connection (TCP, HELLO/AUTH) before it could wait. ioredis keeps its subscriber connection open anyway.
+ */
+const KEEP_OPEN_CHANNEL = 'nest-distributed-lock:subscriber:keep-open';
+
+/**
  * Our duplicate of the app's cluster, used for SUBSCRIBE only. node-redis re-subscribes by itself after its
  * subscriber connection reconnects; messages in the gap are covered by the waiters' re-checks.
  */
@@ -158,7 +165,7 @@ class NodeRedisClusterSubscriber implements SubscriberConnection {
   constructor(private readonly cluster: NodeRedisCluster) {
     // Failures surface through SUBSCRIBE replies and the waiters' re-checks; without a listener node-redis throws.
     cluster.on('error', () => undefined);
-    this.connected = cluster.connect();
+    this.connected = cluster.connect().then(() => cluster.subscribe(KEEP_OPEN_CHANNEL, () => undefined));
     this.connected.catch(() => undefined);
   }
 
