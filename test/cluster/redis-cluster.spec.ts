@@ -5,6 +5,7 @@ import { slotOfTag } from '../../lib/backends/redis/cluster-slot';
 import { EXTEND_SCRIPT } from '../../lib/backends/redis/extend.lua';
 import { encodeKeyPart, redisLockKeys, redisSemaphoreKeys } from '../../lib/backends/redis/redis-keys';
 import { RedisLockBackend, type RedisLockBackendTuning } from '../../lib/backends/redis/redis-lock.backend';
+import { RedlockBackend } from '../../lib/backends/redlock/redlock.backend';
 import { LockBackendError } from '../../lib/errors';
 import type { LockHandle } from '../../lib/lock-handle';
 import { LockService } from '../../lib/lock.service';
@@ -244,6 +245,21 @@ describe.each(CLUSTER_CLIENT_PACKAGES)('Redis Cluster (3 masters) over %s', (cli
     await Promise.all(
       requests.map((request, index) => backend.release({ ...request, fencingToken: grants[index]!.fencingToken })),
     );
+  });
+
+  it('RedlockBackend takes a cluster client as one instance, as it does an ioredis Cluster', async () => {
+    // One vote per cluster: sound for exclusion (each lock's keys live on one master), but it is not N independent
+    // masters; Redlock's fault tolerance needs several instances.
+    const locks = new LockService(new RedlockBackend({ clients: [client()] }), { keyPrefix: ns });
+    opened.push(locks);
+    const held = await locks.acquire('redlock', { ttl: 10_000 });
+    expect(await locks.tryAcquire('redlock')).toBeNull();
+    const waiting = locks.acquire('redlock', { ttl: 10_000, waitTimeout: 10_000 });
+    await sleep(200); // let it wait
+    await held.release();
+    const next = await waiting;
+    expect(next.fencingToken).toBeGreaterThan(held.fencingToken);
+    await next.release();
   });
 
   it('FIFO mode works on a Cluster: queued waiters are granted in order', async () => {
