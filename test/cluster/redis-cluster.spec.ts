@@ -6,6 +6,7 @@ import { EXTEND_SCRIPT } from '../../lib/backends/redis/extend.lua';
 import { encodeKeyPart, redisLockKeys, redisSemaphoreKeys } from '../../lib/backends/redis/redis-keys';
 import { RedisLockBackend, type RedisLockBackendTuning } from '../../lib/backends/redis/redis-lock.backend';
 import { RedlockBackend } from '../../lib/backends/redlock/redlock.backend';
+import { redisPortOf } from '../../lib/backends/redis/port/redis-port-of';
 import { LockBackendError } from '../../lib/errors';
 import type { LockHandle } from '../../lib/lock-handle';
 import { LockService } from '../../lib/lock.service';
@@ -21,6 +22,7 @@ import {
 } from '../support/redis-cluster';
 import { sleep } from '../support/time';
 import { eventually } from '../redis/redis-spec-helpers';
+import { publishAfterResubscribe } from '../redis/resubscribe-race';
 
 const MARGIN = 5_000;
 const SUBSCRIBER_NAME = 'nest-distributed-lock:subscriber';
@@ -206,6 +208,20 @@ describe.each(CLUSTER_CLIENT_PACKAGES)('Redis Cluster (3 masters) over %s', (cli
     const name = clientPackage === 'ioredis' ? `ioredis-cluster(subscriber):${SUBSCRIBER_NAME}` : SUBSCRIBER_NAME;
     const subscribers = await Promise.all(cluster.nodes.map((_, index) => connectionsNamed(index, name)));
     expect(subscribers.reduce((sum, count) => sum + count, 0)).toBe(1);
+  });
+
+  it('hears a release on a channel subscribed again while its UNSUBSCRIBE is still unanswered', async () => {
+    const node = cluster.nodeClient(1);
+    try {
+      const port = redisPortOf(client(), 'test');
+      // Published on one master, heard over the cluster bus by the subscriber wherever it is.
+      const heard = await publishAfterResubscribe(port, `${ns}:resubscribe`, (channel, message) =>
+        node.publish(channel, message),
+      );
+      expect(heard).toBe('release');
+    } finally {
+      node.disconnect();
+    }
   });
 
   it('renews locks on all masters with one pipeline per master', async () => {

@@ -16,7 +16,7 @@ interface NodeRedisCluster extends NodeRedisClusterLockClient {
   readonly slots: readonly ({ readonly master?: { readonly address?: string } } | undefined)[];
   connect(): Promise<unknown>;
   subscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>;
-  unsubscribe(channels?: string | string[]): Promise<unknown>;
+  unsubscribe(channels: string[], listener: (message: string, channel: string) => void): Promise<unknown>;
   on(event: string, listener: (...args: unknown[]) => void): unknown;
   close(): Promise<unknown>;
   destroy(): void;
@@ -159,6 +159,8 @@ const KEEP_OPEN_CHANNEL = 'nest-distributed-lock:subscriber:keep-open';
  */
 class NodeRedisClusterSubscriber implements SubscriberConnection {
   private listener?: (channel: string, message: string) => void;
+  /** The one node-redis listener of every channel, passed to unsubscribe too (see NodeRedisSubscriber). */
+  private readonly dispatch = (message: string, channel: string) => this.listener?.(String(channel), String(message));
   private readonly connected: Promise<unknown>;
   private closed = false;
 
@@ -179,11 +181,11 @@ class NodeRedisClusterSubscriber implements SubscriberConnection {
 
   async subscribe(channel: string): Promise<unknown> {
     await this.connected;
-    return this.cluster.subscribe(channel, (message, from) => this.listener?.(String(from), String(message)));
+    return this.cluster.subscribe(channel, this.dispatch);
   }
 
   unsubscribe(...channels: string[]): Promise<unknown> {
-    return this.cluster.unsubscribe(channels);
+    return this.cluster.unsubscribe(channels, this.dispatch);
   }
 
   async close(): Promise<void> {

@@ -15,7 +15,7 @@ interface NodeRedisConnection {
   sendCommand(args: readonly string[]): Promise<unknown>;
   connect(): Promise<unknown>;
   subscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>;
-  unsubscribe(channels?: string | string[]): Promise<unknown>;
+  unsubscribe(channels: string[], listener: (message: string, channel: string) => void): Promise<unknown>;
   on(event: string, listener: (...args: unknown[]) => void): unknown;
   /** node-redis 5 and 6; `quit` is the older name. */
   close?(): Promise<unknown>;
@@ -145,6 +145,8 @@ export function scriptCommand(
  */
 class NodeRedisSubscriber implements SubscriberConnection {
   private listener?: (channel: string, message: string) => void;
+  /** The one node-redis listener of every channel: see unsubscribe(). */
+  private readonly dispatch = (message: string, channel: string) => this.listener?.(String(channel), String(message));
   private readonly connected: Promise<unknown>;
   private closed = false;
 
@@ -165,11 +167,16 @@ class NodeRedisSubscriber implements SubscriberConnection {
 
   async subscribe(channel: string): Promise<unknown> {
     await this.connected;
-    return this.connection.subscribe(channel, (message, from) => this.listener?.(String(from), String(message)));
+    return this.connection.subscribe(channel, this.dispatch);
   }
 
+  /**
+   * With its listener, so node-redis marks the channel as unsubscribing: a SUBSCRIBE of it before the UNSUBSCRIBE
+   * is answered then goes to the server. Without one, node-redis takes that SUBSCRIBE as already done, and the
+   * UNSUBSCRIBE's reply then drops the new listener too: the waiter missed every release (seen on hot keys).
+   */
   unsubscribe(...channels: string[]): Promise<unknown> {
-    return this.connection.unsubscribe(channels);
+    return this.connection.unsubscribe(channels, this.dispatch);
   }
 
   async close(): Promise<void> {
