@@ -58,7 +58,9 @@ export interface NodeRedisClusterLockClient {
   readonly isOpen: boolean;
   /** The masters as last discovered (empty until connect() has read the slots). */
   readonly masters: readonly object[];
+  /** Routed by node-redis to the master of `firstKey`'s slot (MOVED/ASK followed). */
   sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
+  /** Used once per backend, lazily, for the shared subscriber (`minimizeConnections`: one connection). */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   duplicate(overrides?: any): unknown;
 }
