@@ -102,9 +102,21 @@ export function nodeRedisClusterClient(address: string): NodeRedisCluster {
   }) as unknown as NodeRedisCluster;
   // A test that stops a node on purpose must not throw "Unhandled error event".
   client.on('error', () => undefined);
-  client.connect().catch(() => undefined);
+  connecting.set(
+    client,
+    client.connect().then(
+      () => undefined,
+      () => undefined,
+    ),
+  );
   return client;
 }
+
+/**
+ * node-redis clusters still reading their slots: close() must wait for that, since node-redis goes on and connects
+ * to every master after a close() that came during discovery (connections, and reconnect timers, left behind).
+ */
+const connecting = new WeakMap<NodeRedisCluster, Promise<void>>();
 
 /** Closes a test's cluster client of either package: gracefully when connected, then drops what is left. */
 export async function closeClusterClient(client: Cluster | NodeRedisCluster): Promise<void> {
@@ -113,6 +125,7 @@ export async function closeClusterClient(client: Cluster | NodeRedisCluster): Pr
     client.disconnect();
     return;
   }
+  await connecting.get(client);
   if (client.isOpen) await client.close().catch(() => undefined);
   if (client.isOpen) client.destroy();
 }

@@ -167,7 +167,10 @@ class NodeRedisClusterSubscriber implements SubscriberConnection {
   constructor(private readonly cluster: NodeRedisCluster) {
     // Failures surface through SUBSCRIBE replies and the waiters' re-checks; without a listener node-redis throws.
     cluster.on('error', () => undefined);
-    this.connected = cluster.connect().then(() => cluster.subscribe(KEEP_OPEN_CHANNEL, () => undefined));
+    // Not after close(): that subscription would open a connection on a cluster we already closed.
+    this.connected = cluster
+      .connect()
+      .then(() => (this.closed ? undefined : cluster.subscribe(KEEP_OPEN_CHANNEL, () => undefined)));
     this.connected.catch(() => undefined);
   }
 
@@ -193,6 +196,8 @@ class NodeRedisClusterSubscriber implements SubscriberConnection {
     this.closed = true;
     const deadline = timeoutSignal(CLOSE_TIMEOUT_MS, () => new Error('close timed out'));
     try {
+      // node-redis goes on connecting to the masters after a close() during its discovery: let that finish first.
+      await raceAbort(this.connected, deadline.signal, () => deadline.signal.reason).catch(() => undefined);
       if (this.cluster.isOpen) {
         await raceAbort(this.cluster.close(), deadline.signal, () => deadline.signal.reason).catch(() => undefined);
       }
