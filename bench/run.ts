@@ -13,9 +13,9 @@ import { join, relative } from 'node:path';
 import { describeLoad, describeMachine, MachineInfo } from './lib/machine';
 import { failedSection, renderSection, renderTable, Section } from './lib/report';
 import { BenchServers } from './lib/servers';
-import { ADAPTERS as ALL_ADAPTERS } from './peers/registry';
+import { ADAPTERS as ALL_ADAPTERS, withNodeRedisRow } from './peers/registry';
 import { etcd3Lock } from './peers/etcd3-lock';
-import { oursEtcd, oursRedis, oursRedisFifo, oursRedlockOneMaster } from './peers/ours';
+import { oursEtcd, oursRedis, oursRedisFifo, oursRedisNodeRedis, oursRedlockOneMaster } from './peers/ours';
 import { redisSemaphore } from './peers/redis-semaphore';
 import { redlockV4 } from './peers/redlock-v4';
 import { crossProcess, CrossProcessSettings } from './scenarios/cross-process';
@@ -43,6 +43,7 @@ interface Settings {
 /** Scenario 6's rows, side by side: our Redis configurations and the Redis peers, then etcd. */
 const CROSS_PROCESS_SPECS = [
   oursRedis,
+  oursRedisNodeRedis,
   oursRedisFifo,
   redisSemaphore,
   redlockV4,
@@ -151,18 +152,13 @@ async function main(): Promise<void> {
     await step(
       'uncontended',
       '1. Uncontended',
-      () => uncontended(servers, adapters, settings.uncontended),
+      () => uncontended(servers, withNodeRedisRow(adapters), settings.uncontended),
       (rows) => (results.uncontended = rows),
     );
     await step(
       'hot-key',
       '2. One hot key',
-      () =>
-        hotKey(
-          servers,
-          adapters.filter((spec) => spec.waits),
-          settings.hotKey,
-        ),
+      () => hotKey(servers, withNodeRedisRow(adapters.filter((spec) => spec.waits)), settings.hotKey),
       (rows) => (results.hotKey = rows),
     );
     await step(

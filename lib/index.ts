@@ -61,7 +61,7 @@ export type {
   RedisConnectionOptions,
   RedisLockBackendConnection,
 } from './backends/redis/redis-lock.backend';
-export type { RedisConnection, RedisPipeline } from './backends/redis/redis-client';
+export type { NodeRedisClusterLockClient, RedisConnection, RedisPipeline } from './backends/redis/redis-client';
 export type { ScriptRunner } from './backends/redis/redis-script';
 export { RedlockBackend } from './backends/redlock/redlock.backend';
 export type { RedlockBackendOptions } from './backends/redlock/redlock.backend';

@@ -50,6 +50,26 @@ export const oursRedis: AdapterSpec = {
   },
 };
 
+/**
+ * The same backend over a node-redis client (`redis`, RESP2) instead of ioredis: the adapter's cost (issue 20).
+ * Run beside the ioredis row in the uncontended, hot-key and cross-process scenarios.
+ */
+export const oursRedisNodeRedis: AdapterSpec = {
+  name: 'ours (LockService, Redis, node-redis)',
+  store: 'redis',
+  role: 'ours',
+  waiting: oursRedis.waiting,
+  waits: true,
+  renews: true,
+  async create(env: BenchEnv, options: AdapterOptions) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { createClient } = require('redis') as typeof import('redis');
+    const client = createClient({ url: env.redisUrl });
+    await client.connect();
+    return new OursAdapter(this.name, service(new RedisLockBackend({ client }), options), () => client.close());
+  },
+};
+
 /** The same backend with `fairness: 'fifo'`: a server-side queue, the release wakes only its head. */
 export const oursRedisFifo: AdapterSpec = {
   name: "ours (LockService, Redis, fairness 'fifo')",

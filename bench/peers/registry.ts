@@ -1,6 +1,13 @@
 import type { AdapterSpec } from './adapter';
 import { etcd3Lock } from './etcd3-lock';
-import { oursEtcd, oursRedis, oursRedisBackendOnly, oursRedisFifo, oursRedlockOneMaster } from './ours';
+import {
+  oursEtcd,
+  oursRedis,
+  oursRedisBackendOnly,
+  oursRedisFifo,
+  oursRedisNodeRedis,
+  oursRedlockOneMaster,
+} from './ours';
 import { rawEtcd, rawEtcdSession } from './raw-etcd';
 import { rawRedis } from './raw-redis';
 import { redisSemaphore } from './redis-semaphore';
@@ -24,7 +31,12 @@ export const ADAPTERS: readonly AdapterSpec[] = [
 ];
 
 /** Other configurations of ours, run only where a scenario asks for them (forked workers find them by name too). */
-export const VARIANTS: readonly AdapterSpec[] = [oursRedisFifo, oursRedlockOneMaster];
+export const VARIANTS: readonly AdapterSpec[] = [oursRedisFifo, oursRedlockOneMaster, oursRedisNodeRedis];
+
+/** `specs` with the node-redis row of ours right after the ioredis one (when that is there): issue 20's comparison. */
+export function withNodeRedisRow(specs: readonly AdapterSpec[]): AdapterSpec[] {
+  return specs.flatMap((spec) => (spec === oursRedis ? [spec, oursRedisNodeRedis] : [spec]));
+}
 
 export function adapterNamed(name: string): AdapterSpec {
   const spec = [...ADAPTERS, ...VARIANTS].find((candidate) => candidate.name === name);

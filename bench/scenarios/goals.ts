@@ -1,7 +1,7 @@
 import { bestOf, Better, isAhead } from '../lib/compare';
 import { num, Section, Table, times } from '../lib/report';
 import type { Role, Store } from '../peers/adapter';
-import { oursRedis, oursRedlockOneMaster } from '../peers/ours';
+import { oursRedis, oursRedisNodeRedis, oursRedlockOneMaster } from '../peers/ours';
 import { redisSemaphore } from '../peers/redis-semaphore';
 import type { CrossProcessRow } from './cross-process';
 import type { FootprintRow } from './footprint';
@@ -63,7 +63,7 @@ export function goals(results: Results): Section {
     text: behind.length
       ? ['Figures where ours is behind the best peer:', '', ...behind.map((line) => `- ${line}`)]
       : [],
-    tables: [table, crossProcessGoals(results)],
+    tables: [table, crossProcessGoals(results), clientGoals(results)],
   };
 }
 
@@ -126,6 +126,71 @@ function footprintGoal({ footprint }: Results): Goal {
       `${num(row.names, 0)} names: ${num(row.keysAfterRelease, 0)} keys right after, ${num(row.keysAtEnd, 0)} at the end; ` +
       `used_memory ${num(row.memoryBefore / 1048576, 1)} -> ${num(row.memoryAfterRelease / 1048576, 1)} -> ${num(row.memoryAtEnd / 1048576, 1)} MiB`,
     met: row.keysAtEnd <= row.keysBefore,
+  };
+}
+
+/** Issue 20: the node-redis path of ours at most 10 % slower than the ioredis path, figure by figure. */
+const CLIENT_SLACK = 0.1;
+
+function clientGoals({ uncontended, hotKey, crossProcess }: Results): Table {
+  const goal = (
+    label: string,
+    ioredis: number | undefined,
+    node: number | undefined,
+    better: 'higher' | 'lower',
+    unit: string,
+    digits: number,
+  ): Goal => {
+    const text = `node-redis path not more than 10 % slower than ioredis: ${label}`;
+    if (ioredis === undefined || node === undefined) return { goal: text, measured: 'n/a', met: undefined };
+    // As a slowdown: > 0 means node-redis is slower.
+    const slowdown = better === 'higher' ? 1 - node / ioredis : node / ioredis - 1;
+    return {
+      goal: text,
+      measured: `${num(node, digits)} vs ${num(ioredis, digits)} ${unit} (${slowdown > 0 ? `${num(slowdown * 100, 1)} % slower` : `${num(-slowdown * 100, 1)} % faster`})`,
+      met: slowdown <= CLIENT_SLACK,
+    };
+  };
+  const pair = <T extends { name: string }>(
+    rows: readonly T[] | undefined,
+    where: (row: T) => boolean = () => true,
+  ) => ({
+    ioredis: rows?.find((row) => row.name === oursRedis.name && where(row)),
+    node: rows?.find((row) => row.name === oursRedisNodeRedis.name && where(row)),
+  });
+  const list: Goal[] = [];
+  const flat = pair(uncontended);
+  // Median of per-round ratios to the raw limit: both rows ran interleaved in the same rounds, so load cancels out.
+  list.push(
+    goal('1 uncontended, ops/s vs the raw limit', flat.ioredis?.vsLimit, flat.node?.vsLimit, 'higher', 'x limit', 3),
+  );
+  list.push(goal('1 uncontended, cycle p50', flat.ioredis?.cycle.median, flat.node?.cycle.median, 'lower', 'ms', 3));
+  for (const setup of [...new Set((hotKey ?? []).map((row) => row.setup))]) {
+    const hot = pair(hotKey, (row) => row.setup === setup);
+    if (!hot.ioredis || !hot.node) continue;
+    list.push(
+      goal(`2 hot key ${setup}, grants/s`, hot.ioredis.grantsPerSecond, hot.node.grantsPerSecond, 'higher', '/s', 0),
+    );
+    list.push(
+      goal(`2 hot key ${setup}, handoff p50`, hot.ioredis.handoff.median, hot.node.handoff.median, 'lower', 'ms', 3),
+    );
+  }
+  const xproc = pair(crossProcess);
+  if (xproc.ioredis && xproc.node) {
+    list.push(
+      goal('6 cross-process, grants/s', xproc.ioredis.grantsPerSecond, xproc.node.grantsPerSecond, 'higher', '/s', 0),
+    );
+  }
+  return {
+    title: 'Goals of issue 20 (node-redis beside ioredis, same backend)',
+    notes: [],
+    headers: ['goal', 'measured', 'met'],
+    textColumns: 3,
+    rows: list.map((entry) => [
+      entry.goal,
+      entry.measured,
+      entry.met === undefined ? 'not measured' : entry.met ? 'met' : 'not met',
+    ]),
   };
 }
 

@@ -6,7 +6,7 @@ import { redisClusterFactory, startRedisCluster, type TestRedisCluster } from '.
  * The shared contract suites (exclusive locks, then read/write locks and semaphores) against RedisLockBackend on
  * a real 3-master Redis Cluster. The suites' keys hash to slots all over the cluster, so their locks, waits and
  * wake-ups run on all three masters. Needs connectBackend('redis-cluster', ...) in test/support/backends.ts for
- * the forked workers.
+ * the forked workers. node-redis-cluster.contract.spec.ts runs the same over node-redis `createCluster()`.
  */
 let cluster: TestRedisCluster | undefined;
 

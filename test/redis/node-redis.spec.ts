@@ -3,10 +3,12 @@ import Redis from 'ioredis';
 import { LockBackendError } from '../../lib/errors/lock-backend.error';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
 import { normaliseReply } from '../../lib/backends/redis/port/redis-port';
+import { redisPortOf } from '../../lib/backends/redis/port/redis-port-of';
 import { LockService } from '../../lib/lock.service';
 import { closeNodeRedisClient, createNodeRedisClient, type NodeRedisClient } from '../support/backends';
 import { freeTestPort } from '../support/free-port';
 import { startRedis, type TestRedisServer } from '../support/redis-server';
+import { publishAfterResubscribe } from './resubscribe-race';
 import { deadline, lockRequest, NAMESPACE } from './redis-spec-helpers';
 
 /**
@@ -92,6 +94,14 @@ describe('Redis backend over a node-redis client', () => {
       } finally {
         await backend.close();
       }
+    });
+
+    it('hears a release on a channel subscribed again while its UNSUBSCRIBE is still unanswered', async () => {
+      const port = redisPortOf(nodeClient(server.url, resp), 'test');
+      const heard = await publishAfterResubscribe(port, `resubscribe-${resp}`, (channel, message) =>
+        admin.publish(channel, message),
+      );
+      expect(heard).toBe('release');
     });
 
     it('inspect() lists readers with their expiries (RESP3 answers ZRANGE WITHSCORES as pairs)', async () => {

@@ -16,7 +16,8 @@ import { sharedEtcdEndpoint, sharedRedisUrl } from './shared-servers';
  * The backends the contract suite runs against, and how to connect to each. Shared by the Jest suites and by
  * the forked workers in test/workers, which connect to the same server from another OS process.
  */
-export type BackendKind = 'memory' | 'redis' | 'etcd' | 'redis-cluster' | 'redlock' | 'redlock-node' | NodeRedisKind;
+export type BackendKind =
+  'memory' | 'redis' | 'etcd' | 'redis-cluster' | 'redis-node-cluster' | 'redlock' | 'redlock-node' | NodeRedisKind;
 
 /** The Redis backend over a node-redis client (`redis` package) speaking RESP2 or RESP3. */
 export type NodeRedisKind = 'redis-node' | 'redis-node-resp3';
@@ -86,6 +87,8 @@ export function connectBackend(kind: BackendKind, address: string): BackendUnder
     case 'redis-cluster':
       // address: '127.0.0.1:p1,127.0.0.1:p2,...' (the cluster's startup nodes)
       return connectClusterBackend(address);
+    case 'redis-node-cluster':
+      return connectClusterBackend(address, {}, 'node-redis');
     case 'redlock':
       // address: 'redis://127.0.0.1:p1,redis://127.0.0.1:p2,...' (independent masters)
       return connectRedlockBackend(address);

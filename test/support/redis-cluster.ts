@@ -3,14 +3,7 @@ import { join } from 'node:path';
 import Redis, { Cluster } from 'ioredis';
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import { RedisLockBackend, type RedisLockBackendTuning } from '../../lib/backends/redis/redis-lock.backend';
-import {
-  closeRedisClient,
-  own,
-  worldOf,
-  type BackendFactory,
-  type BackendUnderTest,
-  type BackendWorld,
-} from './backends';
+import { worldOf, type BackendFactory, type BackendUnderTest, type BackendWorld } from './backends';
 import { freeTestPorts } from './free-port';
 import { pingRedis, redisServerArgs } from './redis-server';
 import {
@@ -88,29 +81,102 @@ export function clusterClient(address: string): Cluster {
   return client;
 }
 
-/** A RedisLockBackend over a new Cluster client: used by the cluster suites and by forked workers. */
-export function connectClusterBackend(address: string, tuning: RedisLockBackendTuning = {}): BackendUnderTest {
-  const client = clusterClient(address);
-  return own(new RedisLockBackend({ client, ...tuning }), () => closeRedisClient(client));
+/** Which client a cluster suite runs on: an ioredis `Cluster`, or node-redis `createCluster()` (RESP2). */
+export type ClusterClientPackage = 'ioredis' | 'node-redis';
+
+export const CLUSTER_CLIENT_PACKAGES: readonly ClusterClientPackage[] = ['ioredis', 'node-redis'];
+
+/** What tests use of a node-redis cluster client, whatever its generics. */
+export type NodeRedisCluster = import('redis').RedisClusterType;
+
+/**
+ * A node-redis cluster for `host:port,host:port`, connecting (not awaited: commands sent before it has read the
+ * slots wait for that), as a forked worker builds it too. `redis` is loaded lazily, like createNodeRedisClient.
+ */
+export function nodeRedisClusterClient(address: string): NodeRedisCluster {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { createCluster } = require('redis') as typeof import('redis');
+  const client = createCluster({
+    rootNodes: address.split(',').map((node) => ({ url: `redis://${node}` })),
+  }) as unknown as NodeRedisCluster;
+  // A test that stops a node on purpose must not throw "Unhandled error event".
+  client.on('error', () => undefined);
+  connecting.set(
+    client,
+    client.connect().then(
+      () => undefined,
+      () => undefined,
+    ),
+  );
+  return client;
 }
 
 /**
- * The shared contract suites' view of a cluster (test/contract/redis-cluster.contract.spec.ts). Forked workers reach
- * it through connectBackend('redis-cluster', address), which test/support/backends.ts must map to
- * connectClusterBackend. No `unreachable`: that case expects the backend's kind ('redis') to equal the factory's
+ * node-redis clusters still reading their slots: close() must wait for that, since node-redis goes on and connects
+ * to every master after a close() that came during discovery (connections, and reconnect timers, left behind).
+ */
+const connecting = new WeakMap<NodeRedisCluster, Promise<void>>();
+
+/** Closes a test's cluster client of either package: gracefully when connected, then drops what is left. */
+export async function closeClusterClient(client: Cluster | NodeRedisCluster): Promise<void> {
+  if (client instanceof Cluster) {
+    if (client.status === 'ready') await client.quit().catch(() => undefined);
+    client.disconnect();
+    return;
+  }
+  await connecting.get(client);
+  if (client.isOpen) await client.close().catch(() => undefined);
+  if (client.isOpen) client.destroy();
+}
+
+/** A new cluster client of `clientPackage` (the caller closes it with closeClusterClient). */
+export function anyClusterClient(address: string, clientPackage: ClusterClientPackage): Cluster | NodeRedisCluster {
+  return clientPackage === 'ioredis' ? clusterClient(address) : nodeRedisClusterClient(address);
+}
+
+/** A RedisLockBackend over a new cluster client: used by the cluster suites and by forked workers. */
+export function connectClusterBackend(
+  address: string,
+  tuning: RedisLockBackendTuning = {},
+  clientPackage: ClusterClientPackage = 'ioredis',
+): BackendUnderTest {
+  const client = anyClusterClient(address, clientPackage);
+  const backend = new RedisLockBackend({ client, ...tuning });
+  let closing: Promise<void> | undefined;
+  return {
+    backend,
+    close: () =>
+      (closing ??= (async () => {
+        try {
+          await backend.close();
+        } finally {
+          await closeClusterClient(client);
+        }
+      })()),
+  };
+}
+
+/**
+ * The shared contract suites' view of a cluster (test/contract/redis-cluster.contract.spec.ts and node-redis-cluster.contract.spec.ts), over either client.
+ * Forked workers reach it through connectBackend('redis-cluster' or 'redis-node-cluster', address), which
+ * test/support/backends.ts maps to connectClusterBackend. No `unreachable`: that case expects the backend's kind ('redis') to equal the factory's
  * name; test/cluster/redis-cluster.spec.ts checks a dead cluster itself.
  */
-export function redisClusterFactory(cluster: () => TestRedisCluster): BackendFactory {
-  const world = (): BackendWorld => worldOf(() => connectClusterBackend(cluster().address));
+export function redisClusterFactory(
+  cluster: () => TestRedisCluster,
+  clientPackage: ClusterClientPackage = 'ioredis',
+): BackendFactory {
+  const world = (): BackendWorld => worldOf(() => connectClusterBackend(cluster().address, {}, clientPackage));
   return {
-    name: 'redis-cluster',
+    name: clientPackage === 'ioredis' ? 'redis-cluster' : 'redis-node-cluster',
+    ...(clientPackage !== 'ioredis' && { backendKind: 'redis' }),
     crossProcess: true,
     fair: false,
     lockDelay: true,
     hasServer: true,
     minTtl: 1_500,
     address: () => cluster().address,
-    create: async () => connectClusterBackend(cluster().address),
+    create: async () => connectClusterBackend(cluster().address, {}, clientPackage),
     world,
     vanishings: [
       {

@@ -1,10 +1,10 @@
 import type { ScriptRunner } from './redis-script';
 
 /**
- * The app's Redis client: ioredis (`Redis`, `Cluster`) or node-redis (`createClient()`). Told apart by shape,
- * never by importing either package. Nothing here is ever closed or modified by the backend.
+ * The app's Redis client: ioredis (`Redis`, `Cluster`) or node-redis (`createClient()`, `createCluster()`). Told
+ * apart by shape, never by importing either package. Nothing here is ever closed or modified by the backend.
  */
-export type RedisLockClient = IoRedisLockClient | NodeRedisLockClient;
+export type RedisLockClient = IoRedisLockClient | NodeRedisLockClient | NodeRedisClusterLockClient;
 
 /**
  * What the backend needs from an ioredis client: a `Redis` or `Cluster` fits. Kept narrow so a wrapper
@@ -44,6 +44,23 @@ export interface NodeRedisLockClient {
   // `any`: node-redis' own argument and option types, which we must not import.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   sendCommand(args: readonly string[], options?: any): Promise<unknown>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  duplicate(overrides?: any): unknown;
+}
+
+/**
+ * What the backend needs from a node-redis cluster client (`createCluster()` of `redis` 5 or 6, RESP 2 or 3). The
+ * app connects it (`await cluster.connect()`); commands sent while it still discovers the slots wait for that. The
+ * backend duplicates it once for pub/sub (`minimizeConnections`: one connection) and closes only that copy.
+ */
+export interface NodeRedisClusterLockClient {
+  /** True from connect() until the cluster is closed. */
+  readonly isOpen: boolean;
+  /** The masters as last discovered (empty until connect() has read the slots). */
+  readonly masters: readonly object[];
+  /** Routed by node-redis to the master of `firstKey`'s slot (MOVED/ASK followed). */
+  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
+  /** Used once per backend, lazily, for the shared subscriber (`minimizeConnections`: one connection). */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   duplicate(overrides?: any): unknown;
 }

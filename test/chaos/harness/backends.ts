@@ -5,8 +5,14 @@ import { BackendUnderTest, connectBackend, own } from '../../support/backends';
 /**
  * The backends a chaos scenario can point at. memory, redis, etcd and redlock go through the shared test
  * connector; zookeeper is a hook that loads the helper its own test folder exports (servers: targets.ts).
+ * 'redis-node' is the Redis backend over a node-redis client (RESP2) instead of ioredis, on the same server.
  */
-export type ChaosBackendKind = 'memory' | 'redis' | 'etcd' | 'redlock' | 'zookeeper';
+export type ChaosBackendKind = 'memory' | 'redis' | 'redis-node' | 'etcd' | 'redlock' | 'zookeeper';
+
+/** The single-server Redis backend, over either client: the same server, checks and bounds. */
+export function isSingleRedis(kind: ChaosBackendKind): kind is 'redis' | 'redis-node' {
+  return kind === 'redis' || kind === 'redis-node';
+}
 
 /**
  * Connects from a worker process. `address`: a redis:// URL; etcd endpoints, comma-separated (every member of
@@ -16,6 +22,7 @@ export function connectChaosBackend(kind: ChaosBackendKind, address: string): Ba
   switch (kind) {
     case 'memory':
     case 'redis':
+    case 'redis-node':
       return connectBackend(kind, address);
     case 'etcd': {
       const hosts = address.split(',');

@@ -29,7 +29,8 @@ export async function startTarget(kind: ChaosBackendKind, scope: Scope): Promise
   switch (kind) {
     case 'memory':
       return { kind, address: '', crossProcess: false, proxied: async () => ({ address: '', proxies: [] }) };
-    case 'redis': {
+    case 'redis':
+    case 'redis-node': {
       const redis = scope.defer(await startRedis());
       return {
         kind,

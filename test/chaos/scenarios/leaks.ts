@@ -1,5 +1,5 @@
 import { get } from 'node:http';
-import type { ChaosBackendKind } from '../harness/backends';
+import { isSingleRedis, type ChaosBackendKind } from '../harness/backends';
 import { chaosNamespace } from '../harness/increment-run';
 import { ChaosProfileName, sized } from '../harness/profile';
 import { startRegister } from '../harness/register';
@@ -105,7 +105,7 @@ async function serverLeftovers(target: ChaosTarget, keyPrefix: string): Promise<
     }
     return { left, expiringAtClose };
   }
-  if (target.kind === 'redis') {
+  if (isSingleRedis(target.kind)) {
     const admin = adminRedis(target.address);
     try {
       // Closing connections is asynchronous on the server too: give it a moment to notice.

@@ -1,7 +1,7 @@
 import { LockBackendError, LockTimeoutError } from '../../../lib/errors';
 import type { LockHandle } from '../../../lib/lock-handle';
 import { LockService } from '../../../lib/lock.service';
-import { connectChaosBackend, type ChaosBackendKind } from '../harness/backends';
+import { connectChaosBackend, isSingleRedis, type ChaosBackendKind } from '../harness/backends';
 import { hrNow, msBetween } from '../harness/hrtime';
 import { chaosNamespace } from '../harness/increment-run';
 import { ChaosProfileName, sized } from '../harness/profile';
@@ -184,5 +184,5 @@ async function delayedReplies(scope: Scope, target: ChaosTarget, checks: Checks)
  * instance as failed once it takes longer than its requestTimeout (default 1 s, at most half the ttl).
  */
 function fastDelay(target: ChaosTarget): number {
-  return Math.round(TTL * (target.kind === 'redis' ? 0.6 : target.kind === 'redlock' ? 0.3 : 0.2));
+  return Math.round(TTL * (isSingleRedis(target.kind) ? 0.6 : target.kind === 'redlock' ? 0.3 : 0.2));
 }

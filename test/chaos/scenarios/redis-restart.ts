@@ -25,14 +25,17 @@ interface ScriptStats {
  * Reports the unavailability window (crash to the next grant) and what NOSCRIPT cost: each NOSCRIPT reply is
  * followed by at most one EVAL, and a client meets it at most once per script.
  */
-export async function redisRestartScenario(profile: ChaosProfileName): Promise<ScenarioResult> {
+export async function redisRestartScenario(
+  profile: ChaosProfileName,
+  backend: 'redis' | 'redis-node' = 'redis',
+): Promise<ScenarioResult> {
   const started = performance.now();
   const workers = sized(profile, 4, 8);
   return withScope(async (scope) => {
-    const target = await startTarget('redis', scope);
+    const target = await startTarget(backend, scope);
     const server = target.redis!;
     const run = await startIncrementRun(scope, {
-      backend: 'redis',
+      backend,
       address: target.address,
       workers,
       task: { keys: ['counter'], contenders: 1, target: 0, ttl: TTL, waitTimeout: 120_000, sectionMs: 3 },
@@ -90,7 +93,7 @@ export async function redisRestartScenario(profile: ChaosProfileName): Promise<S
     );
     return {
       scenario: '4 redis restarted',
-      backend: 'redis',
+      backend,
       fault: 'SIGKILL + restart empty (no persistence) x 2, then SCRIPT FLUSH',
       figures: {
         'critical sections': report.sections,

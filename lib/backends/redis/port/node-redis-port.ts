@@ -15,13 +15,16 @@ interface NodeRedisConnection {
   sendCommand(args: readonly string[]): Promise<unknown>;
   connect(): Promise<unknown>;
   subscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>;
-  unsubscribe(channels?: string | string[]): Promise<unknown>;
+  unsubscribe(channels: string[], listener: (message: string, channel: string) => void): Promise<unknown>;
   on(event: string, listener: (...args: unknown[]) => void): unknown;
   /** node-redis 5 and 6; `quit` is the older name. */
   close?(): Promise<unknown>;
   quit?(): Promise<unknown>;
   destroy(): void;
 }
+
+/** How our subscriber connections show up in CLIENT LIST (CLIENT SETNAME), as with ioredis. */
+export const NODE_REDIS_SUBSCRIBER_NAME = 'nest-distributed-lock:subscriber';
 
 /** How long close() may take, then the socket is dropped. */
 const CLOSE_TIMEOUT_MS = 1_000;
@@ -66,17 +69,7 @@ export class NodeRedisPort implements RedisPort {
    * trip, like an ioredis pipeline; each keeps its own reply or error.
    */
   evalshaMany(calls: readonly ShaCall[]): Promise<[Error | null, unknown][]> {
-    return Promise.all(
-      calls.map(({ sha1, keys, args }) =>
-        this.evalsha(sha1, keys, args).then(
-          (reply): [Error | null, unknown] => [null, reply],
-          (error: unknown): [Error | null, unknown] => [
-            error instanceof Error ? error : new Error(String(error)),
-            null,
-          ],
-        ),
-      ),
-    );
+    return sendEach(calls, (call) => this.evalsha(call.sha1, call.keys, call.args));
   }
 
   nodeOfSlot(): string | undefined {
@@ -106,7 +99,7 @@ export class NodeRedisPort implements RedisPort {
   }
 
   duplicateForSubscriber(): SubscriberConnection {
-    return new NodeRedisSubscriber(this.client.duplicate() as NodeRedisConnection);
+    return new NodeRedisSubscriber(this.client.duplicate({ name: NODE_REDIS_SUBSCRIBER_NAME }) as NodeRedisConnection);
   }
 
   private send(args: readonly string[]): Promise<unknown> {
@@ -114,7 +107,23 @@ export class NodeRedisPort implements RedisPort {
   }
 }
 
-function scriptCommand(
+/** Each call on its own, all in one tick (so node-redis writes them together), each with its own reply or error. */
+export function sendEach(
+  calls: readonly ShaCall[],
+  send: (call: ShaCall) => Promise<unknown>,
+): Promise<[Error | null, unknown][]> {
+  return Promise.all(
+    calls.map((call) =>
+      send(call).then(
+        (reply): [Error | null, unknown] => [null, reply],
+        (error: unknown): [Error | null, unknown] => [error instanceof Error ? error : new Error(String(error)), null],
+      ),
+    ),
+  );
+}
+
+/** EVAL or EVALSHA as raw arguments: (command, script, numkeys, ...keys, ...args). */
+export function scriptCommand(
   command: string,
   script: string,
   keys: readonly string[],
@@ -136,6 +145,8 @@ function scriptCommand(
  */
 class NodeRedisSubscriber implements SubscriberConnection {
   private listener?: (channel: string, message: string) => void;
+  /** The one node-redis listener of every channel: see unsubscribe(). */
+  private readonly dispatch = (message: string, channel: string) => this.listener?.(String(channel), String(message));
   private readonly connected: Promise<unknown>;
   private closed = false;
 
@@ -156,11 +167,16 @@ class NodeRedisSubscriber implements SubscriberConnection {
 
   async subscribe(channel: string): Promise<unknown> {
     await this.connected;
-    return this.connection.subscribe(channel, (message, from) => this.listener?.(String(from), String(message)));
+    return this.connection.subscribe(channel, this.dispatch);
   }
 
+  /**
+   * With its listener, so node-redis marks the channel as unsubscribing: a SUBSCRIBE of it before the UNSUBSCRIBE
+   * is answered then goes to the server. Without one, node-redis takes that SUBSCRIBE as already done, and the
+   * UNSUBSCRIBE's reply then drops the new listener too: the waiter missed every release (seen on hot keys).
+   */
   unsubscribe(...channels: string[]): Promise<unknown> {
-    return this.connection.unsubscribe(channels);
+    return this.connection.unsubscribe(channels, this.dispatch);
   }
 
   async close(): Promise<void> {

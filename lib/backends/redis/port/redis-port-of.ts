@@ -1,24 +1,32 @@
-import type { IoRedisLockClient, NodeRedisLockClient, RedisLockClient } from '../redis-client';
+import type {
+  IoRedisLockClient,
+  NodeRedisClusterLockClient,
+  NodeRedisLockClient,
+  RedisLockClient,
+} from '../redis-client';
 import { IoRedisPort } from './ioredis-port';
+import { NodeRedisClusterPort } from './node-redis-cluster-port';
 import { NodeRedisPort } from './node-redis-port';
 import type { RedisPort } from './redis-port';
 
 /**
- * The port for the app's client, told apart by shape: ioredis has `evalsha`, node-redis `sendCommand` and
- * `isOpen`. Neither package is imported. `owner` names the backend in the TypeError for anything else.
+ * The port for the app's client, told apart by shape: ioredis has `evalsha`; node-redis `sendCommand` and
+ * `isOpen`, and its cluster also `masters`. Neither package is imported. `owner` names the backend in the
+ * TypeError for anything else.
  */
 export function redisPortOf(client: RedisLockClient, owner: string): RedisPort {
   if (isIoRedis(client)) return new IoRedisPort(client);
+  // Before the plain client: a cluster has sendCommand, isOpen and duplicate too.
+  if (isNodeRedisCluster(client)) return new NodeRedisClusterPort(client);
   if (isNodeRedisClient(client)) return new NodeRedisPort(client);
-  const candidate = client as unknown as Record<string, unknown>;
-  if (candidate && typeof candidate.sendCommand === 'function' && typeof candidate.getSlotMaster === 'function') {
-    throw new TypeError(
-      `${owner}: a node-redis cluster (createCluster) is not supported yet; pass an ioredis Cluster, or a node-redis client per master.`,
-    );
-  }
   throw new TypeError(
-    `${owner}: \`client\` must be an ioredis Redis or Cluster, or a node-redis client (createClient()).`,
+    `${owner}: \`client\` must be an ioredis Redis or Cluster, or a node-redis client (createClient() or createCluster()).`,
   );
+}
+
+function isNodeRedisCluster(client: RedisLockClient): client is NodeRedisClusterLockClient {
+  const candidate = client as Partial<NodeRedisClusterLockClient>;
+  return typeof candidate.sendCommand === 'function' && Array.isArray(candidate.masters);
 }
 
 function isIoRedis(client: RedisLockClient): client is IoRedisLockClient {
