@@ -116,7 +116,10 @@ export class RedlockBackend implements LockBackend {
       // The other instances' releases carry on; nothing waits for them.
       settled: (so) => so.filter((answer) => answer.ok && answer.value === 1).length >= this.quorum,
     });
-    if (answers.some((answer) => answer.ok && answer.value === 1)) return true;
+    // Ours only if a majority still held it: a key left on a minority (a late request of the winning round) is
+    // deleted too, but the lock had already passed on.
+    if (answers.filter((answer) => answer.ok && answer.value === 1).length >= this.quorum) return true;
+    if (answers.some((answer) => answer.ok && answer.value === 1)) return false;
     this.set.assertQuorum('release', answers);
     return false;
   }
