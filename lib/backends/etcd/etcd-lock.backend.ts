@@ -7,7 +7,7 @@ import type {
   LockBackend,
   LockGrant,
 } from '../lock-backend.interface';
-import { LockBackendError } from '../../errors';
+import { BackendLifecycle, settledWithin } from '../shared/backend-lifecycle';
 import { loadOptionalPackage } from '../../utils/optional-package';
 import type { EtcdClient, EtcdConnectionOptions } from './etcd-client';
 import { EtcdAcquisition } from './etcd-acquisition';
@@ -53,9 +53,7 @@ export class EtcdLockBackend implements LockBackend {
   private readonly etcd: EtcdLockClient;
   private readonly sessions: EtcdSessions;
   private readonly held: EtcdHeldLocks;
-  private readonly acquisitions = new Map<EtcdAcquisition, Promise<unknown>>();
-  private readonly background = new Set<Promise<unknown>>();
-  private closing?: Promise<void>;
+  private readonly lifecycle: BackendLifecycle;
 
   constructor(options: EtcdLockBackendOptions) {
     if (options.client) {
@@ -70,30 +68,31 @@ export class EtcdLockBackend implements LockBackend {
       this.ownsClient = true;
       this.address = describeHosts(options.hosts);
     }
+    this.lifecycle = new BackendLifecycle(this.kind, this.address);
     this.etcd = new EtcdLockClient(this.client, this.address);
-    this.sessions = new EtcdSessions(this.etcd, (work) => this.runInBackground(work));
+    this.sessions = new EtcdSessions(this.etcd, (work) => this.lifecycle.track(work));
     this.held = new EtcdHeldLocks(this.etcd, this.sessions);
   }
 
   /** @internal LeaderElection on this backend's client, with Go's concurrency.Election layout. */
   createElectionBackend(): ElectionBackend {
-    return new EtcdElection(this.etcd, this.sessions, this.held, (work) => this.runInBackground(work));
+    return new EtcdElection(this.etcd, this.sessions, this.held, (work) => this.lifecycle.track(work));
   }
 
   tryAcquire(request: AcquireRequest): Promise<LockGrant | null> {
-    if (this.closing) return Promise.reject(this.closedError('tryAcquire'));
+    if (this.lifecycle.isClosed) return Promise.reject(this.lifecycle.closedError('tryAcquire'));
     const attempt = this.newAcquisition(request, 'tryAcquire');
-    return this.follow(attempt, attempt.tryAcquire());
+    return this.lifecycle.follow(attempt, attempt.tryAcquire());
   }
 
   acquire(request: AcquireRequest, signal: AbortSignal): Promise<LockGrant> {
-    if (this.closing) return Promise.reject(this.closedError('acquire'));
+    if (this.lifecycle.isClosed) return Promise.reject(this.lifecycle.closedError('acquire'));
     const attempt = this.newAcquisition(request, 'acquire', signal);
-    return this.follow(attempt, attempt.acquire());
+    return this.lifecycle.follow(attempt, attempt.acquire());
   }
 
   async extend(lock: HeldLock, ttl: number): Promise<number | null> {
-    if (this.closing) throw this.closedError('extend');
+    this.lifecycle.assertOpen('extend');
     const [result] = await this.held.extendMany([{ lock, ttl }]);
     if (result instanceof Error) throw result;
     return result;
@@ -104,13 +103,13 @@ export class EtcdLockBackend implements LockBackend {
    * checks each key still has our create revision and lease. A lock whose ttl changed moves to another session.
    */
   async extendMany(items: readonly { lock: HeldLock; ttl: number }[]): Promise<(number | null | Error)[]> {
-    if (this.closing) throw this.closedError('extend');
+    this.lifecycle.assertOpen('extend');
     return this.held.extendMany(items);
   }
 
   /** One write: deletes our key by its create revision, never by name alone (etcd#22082). */
   async release(lock: HeldLock): Promise<boolean> {
-    if (this.closing) throw this.closedError('release');
+    this.lifecycle.assertOpen('release');
     try {
       return await this.held.release(lock);
     } catch (error) {
@@ -123,7 +122,7 @@ export class EtcdLockBackend implements LockBackend {
    * wait; for a semaphore, the first `permits` keys hold. Expiry is read from each holder's lease.
    */
   async inspect(namespace: string, key: string): Promise<BackendInspection> {
-    if (this.closing) throw this.closedError('inspect');
+    this.lifecycle.assertOpen('inspect');
     try {
       const [lock, semaphore] = await Promise.all([
         this.etcd.listContenders(lockPrefix(namespace, key)),
@@ -171,7 +170,7 @@ export class EtcdLockBackend implements LockBackend {
   }
 
   async isLocked(namespace: string, key: string): Promise<boolean> {
-    if (this.closing) throw this.closedError('isLocked');
+    this.lifecycle.assertOpen('isLocked');
     try {
       return await this.etcd.anyContender(lockPrefix(namespace, key));
     } catch (error) {
@@ -184,14 +183,12 @@ export class EtcdLockBackend implements LockBackend {
    * created it. Locks already granted are the core's to release before this. Idempotent.
    */
   close(): Promise<void> {
-    this.closing ??= this.shutDown();
-    return this.closing;
+    return this.lifecycle.close(() => this.shutDown());
   }
 
   private async shutDown(): Promise<void> {
-    for (const attempt of this.acquisitions.keys()) attempt.cancel(this.closedError('acquire'));
-    await settledWithin(Promise.allSettled([...this.acquisitions.values()]), CLOSE_GRACE_MS);
-    await settledWithin(Promise.allSettled([...this.background]), CLOSE_GRACE_MS);
+    await this.lifecycle.endAcquires(this.lifecycle.closedError('acquire'), CLOSE_GRACE_MS);
+    await this.lifecycle.drain(CLOSE_GRACE_MS);
     // Every lease we still keep (idle sessions, and those of locks the core did not release) goes now.
     await settledWithin(this.sessions.closeAll(), CLOSE_GRACE_MS);
     if (this.ownsClient) this.client.close();
@@ -207,28 +204,9 @@ export class EtcdLockBackend implements LockBackend {
       this.sessions,
       request,
       operation,
-      (work) => this.runInBackground(work),
+      (work) => this.lifecycle.track(work),
       signal,
     );
-  }
-
-  /** Tracks an acquisition until it settles, so close() can cancel it and wait for its clean-up. */
-  private follow<T>(attempt: EtcdAcquisition, result: Promise<T>): Promise<T> {
-    const settled = result.then(
-      () => this.acquisitions.delete(attempt),
-      () => this.acquisitions.delete(attempt),
-    );
-    this.acquisitions.set(attempt, settled);
-    return result;
-  }
-
-  private runInBackground(work: Promise<unknown>): void {
-    const tracked = work.catch(() => undefined).finally(() => this.background.delete(tracked));
-    this.background.add(tracked);
-  }
-
-  private closedError(operation: string): LockBackendError {
-    return new LockBackendError('etcd', this.address, operation, 'the backend is closed (close() was called)');
   }
 }
 
@@ -249,17 +227,6 @@ function assertRootNamespace(client: object): void {
 function describeHosts(hosts: string | string[] | undefined): string {
   const list = hosts === undefined ? ['127.0.0.1:2379'] : Array.isArray(hosts) ? hosts : [hosts];
   return list.map((host) => host.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^/@]*@/i, '$1')).join(',');
-}
-
-function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    timer.unref();
-    void work.finally(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
 }
 
 /** The app's client as the `Etcd3` it must be; a TypeError that says what to pass when it is something else. */

@@ -4,6 +4,7 @@ import { MemoryElection } from '../../leader-election/memory/memory-election';
 import { LockBackendError } from '../../errors';
 import { monotonicNow } from '../../utils/clock';
 import { Holders } from './holders';
+import { BackendLifecycle } from '../shared/backend-lifecycle';
 
 interface Holder {
   readonly request: AcquireRequest;
@@ -50,7 +51,8 @@ export class MemoryLockBackend implements LockBackend {
   private readonly keys = new Map<string, KeyState>();
   /** One counter for all keys: strictly increasing per key, and no per-key state left behind after release. */
   private lastFencingToken = 0n;
-  private closed = false;
+  /** Waiters here are in-process promises, so close() rejects them itself; no clean-ups run on after it. */
+  private readonly lifecycle = new BackendLifecycle(this.kind, this.address);
 
   /** @internal LeaderElection in this process; every view of this backend sees the same elections. */
   createElectionBackend(): ElectionBackend {
@@ -58,7 +60,7 @@ export class MemoryLockBackend implements LockBackend {
   }
 
   async tryAcquire(request: AcquireRequest): Promise<LockGrant | null> {
-    this.assertOpen('tryAcquire');
+    this.lifecycle.assertOpen('tryAcquire');
     const id = stateId(request);
     const state = this.current(id);
     // Waiters are served first, in order: nobody overtakes the queue.
@@ -67,7 +69,7 @@ export class MemoryLockBackend implements LockBackend {
   }
 
   acquire(request: AcquireRequest, signal: AbortSignal): Promise<LockGrant> {
-    if (this.closed) return Promise.reject(this.closedError('acquire'));
+    if (this.lifecycle.isClosed) return Promise.reject(this.lifecycle.closedError('acquire'));
     if (signal.aborted) return Promise.reject(signal.reason);
     const id = stateId(request);
     const state = this.current(id);
@@ -96,7 +98,7 @@ export class MemoryLockBackend implements LockBackend {
   }
 
   async extend(lock: HeldLock, ttl: number): Promise<number | null> {
-    this.assertOpen('extend');
+    this.lifecycle.assertOpen('extend');
     const id = heldStateId(lock);
     const holder = this.current(id)?.holders.get(lock.token);
     const now = monotonicNow();
@@ -110,12 +112,12 @@ export class MemoryLockBackend implements LockBackend {
   }
 
   async release(lock: HeldLock): Promise<boolean> {
-    if (this.closed) return false;
+    if (this.lifecycle.isClosed) return false;
     return this.remove(heldStateId(lock), lock.token);
   }
 
   async isLocked(namespace: string, key: string): Promise<boolean> {
-    this.assertOpen('isLocked');
+    this.lifecycle.assertOpen('isLocked');
     return (this.current(stateId({ namespace, key }))?.holders.size ?? 0) > 0;
   }
 
@@ -143,9 +145,11 @@ export class MemoryLockBackend implements LockBackend {
     };
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
+  close(): Promise<void> {
+    return this.lifecycle.close(async () => this.rejectWaiters());
+  }
+
+  private rejectWaiters(): void {
     const error = new LockBackendError(this.kind, this.address, 'acquire', 'the backend was closed while waiting');
     for (const state of this.keys.values()) {
       clearTimeout(state.expiryTimer);
@@ -239,14 +243,6 @@ export class MemoryLockBackend implements LockBackend {
     if (index >= 0) state.queue.splice(index, 1);
     // A waiter leaving may unblock those behind it (e.g. readers queued behind an aborted writer).
     this.admitWaiters(id, state);
-  }
-
-  private assertOpen(operation: string): void {
-    if (this.closed) throw this.closedError(operation);
-  }
-
-  private closedError(operation: string): LockBackendError {
-    return new LockBackendError(this.kind, this.address, operation, 'the backend was closed');
   }
 }
 

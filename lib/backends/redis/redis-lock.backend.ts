@@ -4,8 +4,8 @@ import { RedisElection } from '../../leader-election/redis/redis-election';
 import { LockBackendError } from '../../errors/lock-backend.error';
 import { LockError } from '../../errors/lock-error';
 import type { AcquireRequest, BackendInspection, HeldLock, LockBackend, LockGrant } from '../lock-backend.interface';
-import { raceAbort, timeoutSignal } from '../shared/abort';
-import { ClosableWaits } from '../shared/closable-waits';
+import { raceAbort } from '../shared/abort';
+import { BackendLifecycle } from '../shared/backend-lifecycle';
 import { parseAcquireReply } from './acquire.lua';
 import { ChannelSubscriber, type ChannelSubscription } from './channel-subscriber';
 import {
@@ -145,12 +145,9 @@ export class RedisLockBackend implements LockBackend {
    * a release's PUBLISH there reaches this process only.
    */
   private readonly handoffId = randomBytes(8).toString('hex');
-  /** Each waiting acquire: its abort controller (aborted by close()) and its outcome. */
-  private readonly waits = new ClosableWaits();
-  /** Releases of grants that arrived after their acquire was aborted. */
-  private readonly cleanups = new Set<Promise<unknown>>();
+  /** Waiting acquires (close() aborts them) and clean-ups: releases of late grants, queue entries taken back. */
+  private readonly lifecycle: BackendLifecycle;
   private lastConnectionError?: Error;
-  private closing?: Promise<void>;
 
   constructor(options: RedisLockBackendOptions) {
     this.recheckInterval = options.recheckInterval ?? DEFAULT_RECHECK_INTERVAL;
@@ -186,6 +183,7 @@ export class RedisLockBackend implements LockBackend {
       );
     }
     this.address = this.client.address;
+    this.lifecycle = new BackendLifecycle(this.kind, this.address);
   }
 
   /** @internal LeaderElection on this backend's client and shared subscriber connection. */
@@ -194,7 +192,7 @@ export class RedisLockBackend implements LockBackend {
   }
 
   async tryAcquire(given: AcquireRequest): Promise<LockGrant | null> {
-    this.assertOpen('tryAcquire');
+    this.lifecycle.assertOpen('tryAcquire');
     const request = withStoredToken(given);
     const outcome = await this.attempt(request, 'tryAcquire', 'none');
     if ('granted' in outcome) return outcome.granted;
@@ -208,15 +206,15 @@ export class RedisLockBackend implements LockBackend {
   }
 
   async acquire(given: AcquireRequest, signal: AbortSignal): Promise<LockGrant> {
-    this.assertOpen('acquire');
+    this.lifecycle.assertOpen('acquire');
     if (signal.aborted) throw signal.reason;
     const request = withStoredToken(given);
     // close() can abort the wait too.
-    return this.waits.run(signal, (own) => this.acquireOrWait(request, own));
+    return this.lifecycle.wait(signal, (own) => this.acquireOrWait(request, own));
   }
 
   async extend(lock: HeldLock, ttl: number): Promise<number | null> {
-    this.assertOpen('extend');
+    this.lifecycle.assertOpen('extend');
     const startedAt = performance.now();
     const reply = await this.call('extend', runCall(this.client, extendCall(lock, ttl, storedToken(lock))));
     return reply === 1 ? validityEnd(startedAt, ttl) : null;
@@ -224,7 +222,7 @@ export class RedisLockBackend implements LockBackend {
 
   /** Renews many held locks (of any kind) in one pipeline, or one per node on a Cluster: see script-batch.ts. */
   async extendMany(items: readonly { lock: HeldLock; ttl: number }[]): Promise<(number | null | Error)[]> {
-    this.assertOpen('extend');
+    this.lifecycle.assertOpen('extend');
     const startedAt = performance.now();
     const calls = new Array<ScriptCall>(items.length);
     for (let index = 0; index < items.length; index++)
@@ -237,7 +235,7 @@ export class RedisLockBackend implements LockBackend {
   }
 
   async release(lock: HeldLock): Promise<boolean> {
-    this.assertOpen('release');
+    this.lifecycle.assertOpen('release');
     return (
       (await this.call(
         'release',
@@ -248,18 +246,18 @@ export class RedisLockBackend implements LockBackend {
 
   /** Who holds the name and, in FIFO mode, who waits in order: see inspectRedis. */
   async inspect(namespace: string, key: string): Promise<BackendInspection> {
-    this.assertOpen('inspect');
+    this.lifecycle.assertOpen('inspect');
     return this.call('inspect', inspectRedis(this.client, namespace, key, this.fairness === 'fifo'));
   }
 
   /** Whether a writer or any live reader holds the key (semaphores are apart and not counted). */
   async isLocked(namespace: string, key: string): Promise<boolean> {
-    this.assertOpen('isLocked');
+    this.lifecycle.assertOpen('isLocked');
     return (await this.call('isLocked', runCall(this.client, isLockedCall(namespace, key)))) === 1;
   }
 
   close(): Promise<void> {
-    return (this.closing ??= this.shutdown());
+    return this.lifecycle.close(() => this.shutdown());
   }
 
   /**
@@ -383,7 +381,7 @@ export class RedisLockBackend implements LockBackend {
       const validUntil = handoffValidityEnd(lastBusy.sentAt, lastBusy.serverTime, handed.grantedAt, request.ttl);
       if (validUntil > performance.now()) return { fencingToken: handed.fencingToken, validUntil };
     }
-    this.track(this.releaseQuietly(request));
+    this.lifecycle.track(this.releaseQuietly(request));
     return undefined;
   }
 
@@ -441,7 +439,7 @@ export class RedisLockBackend implements LockBackend {
     const validUntil = validityEnd(startedAt, request.ttl);
     const now = performance.now();
     if (signal?.aborted || validUntil <= now) {
-      this.track(this.releaseQuietly(request));
+      this.lifecycle.track(this.releaseQuietly(request));
       if (signal?.aborted) throw signal.reason;
       return { tooLateBy: now - validUntil };
     }
@@ -463,7 +461,7 @@ export class RedisLockBackend implements LockBackend {
 
   /** The shared subscriber, created at the first wait; replaced if the client gave its connection up for good. */
   private sharedSubscriber(): ChannelSubscriber {
-    if (this.closing) throw this.error('acquire', 'the backend is closed');
+    this.lifecycle.assertOpen('acquire');
     if (!this.subscriber?.isUsable) this.subscriber = new ChannelSubscriber(this.client.duplicateForSubscriber());
     return this.subscriber;
   }
@@ -477,7 +475,7 @@ export class RedisLockBackend implements LockBackend {
   }
 
   private releaseIfGranted(call: Promise<unknown>, request: AcquireRequest): void {
-    this.track(
+    this.lifecycle.track(
       call.then(
         (reply) => (parseAcquireReply(reply)?.granted ? this.releaseQuietly(request) : undefined),
         () => undefined,
@@ -505,30 +503,17 @@ export class RedisLockBackend implements LockBackend {
     const call = leaveCall(request, style, this.fenceRetention, handoff);
     if (!call) return;
     const settled = (after ?? Promise.resolve()).catch(() => undefined);
-    this.track(settled.then(() => runCall(this.client, call)).catch(() => undefined));
-  }
-
-  private track(cleanup: Promise<unknown>): void {
-    this.cleanups.add(cleanup);
-    void cleanup.finally(() => this.cleanups.delete(cleanup));
+    this.lifecycle.track(settled.then(() => runCall(this.client, call)).catch(() => undefined));
   }
 
   private async shutdown(): Promise<void> {
     const reason = this.error('acquire', 'the backend was closed while this acquire was waiting');
     // Every wait step races the aborted signal, so these settle promptly.
-    await this.waits.abortAll(reason);
+    await this.lifecycle.endAcquires(reason, CLEANUP_TIMEOUT_MS);
     // Only a connected client can still deliver those releases; otherwise the locks expire after their ttl.
-    if (this.cleanups.size > 0 && (this.client.status() ?? 'ready') === 'ready') {
-      const deadline = timeoutSignal(CLEANUP_TIMEOUT_MS, () => undefined);
-      await raceAbort(Promise.allSettled(this.cleanups), deadline.signal, () => undefined).catch(() => undefined);
-      deadline.dispose();
-    }
+    if ((this.client.status() ?? 'ready') === 'ready') await this.lifecycle.drain(CLEANUP_TIMEOUT_MS);
     await this.subscriber?.close();
     await this.closeOwnedClient?.();
-  }
-
-  private assertOpen(operation: string): void {
-    if (this.closing) throw this.error(operation, 'the backend is closed');
   }
 
   private async call<T>(operation: string, work: Promise<T>): Promise<T> {

@@ -1,6 +1,6 @@
 import { LockBackendError } from '../../errors/lock-backend.error';
 import { LockQuorumError, type InstanceFailure } from '../../errors/lock-quorum.error';
-import { delay } from '../shared/abort';
+import { BackendLifecycle } from '../shared/backend-lifecycle';
 import { runCall, type ScriptCall } from '../redis/lock-calls';
 import type { RedisLockClient } from '../redis/redis-client';
 import { validityEnd } from '../redis/validity';
@@ -22,7 +22,8 @@ export class RedlockSet {
   readonly quorum: number;
   readonly address: string;
   readonly settings: RedlockSettings;
-  private readonly cleanups = new Set<Promise<void>>();
+  /** Closed or open, the waits close() aborts, and the clean-ups it lets finish. */
+  readonly lifecycle: BackendLifecycle;
 
   constructor(options: RedlockBackendOptions) {
     const clients: readonly RedisLockClient[] = options?.clients;
@@ -42,6 +43,7 @@ export class RedlockSet {
       );
     }
     this.address = `redlock(${addresses.join(',')})`;
+    this.lifecycle = new BackendLifecycle(REDLOCK_KIND, this.address);
     this.quorum = majorityOf(clients.length);
     this.settings = redlockSettings(options);
   }
@@ -76,14 +78,8 @@ export class RedlockSet {
       () => undefined,
       () => undefined,
     );
-    this.cleanups.add(cleanup);
-    void cleanup.finally(() => this.cleanups.delete(cleanup));
+    this.lifecycle.track(cleanup);
     return cleanup;
-  }
-
-  /** Waits for the clean-ups in flight, but no longer than `ms`. */
-  async drain(ms: number): Promise<void> {
-    if (this.cleanups.size > 0) await settleWithin(Promise.all(this.cleanups), ms);
   }
 
   async close(): Promise<void> {
@@ -122,11 +118,4 @@ export function failuresOf(answers: readonly Answer<unknown>[]): InstanceFailure
 
 export function count(answers: readonly Answer<unknown>[], matches: (reply: unknown) => boolean): number {
   return answers.filter((answer) => answer.ok && matches(answer.value)).length;
-}
-
-/** Waits for `work`, but no longer than `ms`. */
-export async function settleWithin(work: Promise<unknown>, ms: number): Promise<void> {
-  const bound = new AbortController();
-  await Promise.race([work.catch(() => undefined), delay(ms, bound.signal).catch(() => undefined)]);
-  bound.abort();
 }

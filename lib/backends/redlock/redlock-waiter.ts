@@ -7,7 +7,8 @@ import { Wakeup } from '../redis/wakeup';
 import { redlockKeys, redlockLeaveCall, type WaiterTicket } from './redlock-calls';
 import type { RedlockInstance } from './redlock-instance';
 import { acquireRound, type Round } from './redlock-round';
-import { settleWithin, type RedlockSet } from './redlock-set';
+import type { RedlockSet } from './redlock-set';
+import { settledWithin } from '../shared/backend-lifecycle';
 import { SentCalls } from './sent-calls';
 
 /** Longest a failed acquire waits for its clean-up before it rejects (the core allows an aborted wait 1 s). */
@@ -98,7 +99,7 @@ export class RedlockWaiter {
       // (ioredis resends), else the entries expire after waiterTtl.
       if (!grantedBy) {
         const reachable = [...left].filter(([instance]) => !instance.unreachable()).map(([, done]) => done);
-        await settleWithin(Promise.all(reachable), Math.min(this.set.settings.requestTimeout, CLEANUP_WAIT_MS));
+        await settledWithin(Promise.all(reachable), Math.min(this.set.settings.requestTimeout, CLEANUP_WAIT_MS), true);
       }
     }
   }

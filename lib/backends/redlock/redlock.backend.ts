@@ -1,12 +1,12 @@
 import type { AcquireRequest, HeldLock, LockBackend, LockGrant } from '../lock-backend.interface';
-import { ClosableWaits } from '../shared/closable-waits';
 import { extendCall, isLockedCall, runCall } from '../redis/lock-calls';
 import { runBatch, type BatchResult } from '../redis/script-batch';
 import { askAll, asError, type Answer } from './ask-all';
 import { redlockReleaseCall } from './redlock-calls';
 import type { RedlockBackendOptions } from './redlock-options';
 import { acquireRound } from './redlock-round';
-import { count, failuresOf, REDLOCK_KIND, RedlockSet, settleWithin } from './redlock-set';
+import { count, failuresOf, REDLOCK_KIND, RedlockSet } from './redlock-set';
+import { settledWithin } from '../shared/backend-lifecycle';
 import { RedlockWaiter } from './redlock-waiter';
 
 export type { RedlockBackendOptions } from './redlock-options';
@@ -32,8 +32,6 @@ export class RedlockBackend implements LockBackend {
   readonly quorum: number;
 
   private readonly set: RedlockSet;
-  private readonly waits = new ClosableWaits();
-  private closing?: Promise<void>;
 
   constructor(options: RedlockBackendOptions) {
     this.set = new RedlockSet(options);
@@ -42,37 +40,37 @@ export class RedlockBackend implements LockBackend {
   }
 
   async tryAcquire(request: AcquireRequest): Promise<LockGrant | null> {
-    this.assertOpen('tryAcquire');
+    this.set.lifecycle.assertOpen('tryAcquire');
     const { round, cleanup } = await acquireRound(this.set, request, { operation: 'tryAcquire' });
     switch (round.type) {
       case 'granted':
         return round.grant;
       case 'unreachable':
-        await settleWithin(cleanup, this.set.settings.requestTimeout);
+        await settledWithin(cleanup, this.set.settings.requestTimeout, true);
         throw round.error;
       case 'too-late':
-        await settleWithin(cleanup, this.set.settings.requestTimeout);
+        await settledWithin(cleanup, this.set.settings.requestTimeout, true);
         throw this.set.error(
           'tryAcquire',
           `a majority granted ${Math.ceil(round.by)} ms after the ${request.ttl} ms lock's validity had passed`,
         );
       default:
         // A partial grant is given back before the caller hears "busy".
-        await settleWithin(cleanup, this.set.settings.requestTimeout);
+        await settledWithin(cleanup, this.set.settings.requestTimeout, true);
         return null;
     }
   }
 
   async acquire(request: AcquireRequest, signal: AbortSignal): Promise<LockGrant> {
-    this.assertOpen('acquire');
+    this.set.lifecycle.assertOpen('acquire');
     if (signal.aborted) throw signal.reason;
     // close() can abort the wait too.
-    return this.waits.run(signal, (own) => new RedlockWaiter(this.set, request, own).acquire());
+    return this.set.lifecycle.wait(signal, (own) => new RedlockWaiter(this.set, request, own).acquire());
   }
 
   /** Extends on every instance; the new validity needs a majority. `null` once a majority can no longer be ours. */
   async extend(lock: HeldLock, ttl: number): Promise<number | null> {
-    this.assertOpen('extend');
+    this.set.lifecycle.assertOpen('extend');
     const call = extendCall(lock, ttl);
     const startedAt = performance.now();
     const answers = await askAll(this.set.instances, (instance) => runCall(instance.client, call), {
@@ -84,7 +82,7 @@ export class RedlockBackend implements LockBackend {
 
   /** One pipeline per instance for all the items, then a majority per item. */
   async extendMany(items: readonly { lock: HeldLock; ttl: number }[]): Promise<(number | null | Error)[]> {
-    this.assertOpen('extend');
+    this.set.lifecycle.assertOpen('extend');
     const calls = items.map(({ lock, ttl }) => extendCall(lock, ttl));
     const startedAt = performance.now();
     const answers = await askAll(this.set.instances, (instance) => runBatch(instance.client, calls), {
@@ -109,7 +107,7 @@ export class RedlockBackend implements LockBackend {
 
   /** Releases on every instance (each wakes the head of its line). True when any of them still held it for us. */
   async release(lock: HeldLock): Promise<boolean> {
-    this.assertOpen('release');
+    this.set.lifecycle.assertOpen('release');
     const call = redlockReleaseCall(lock);
     const answers = await askAll(this.set.instances, (instance) => runCall(instance.client, call), {
       timeout: this.set.settings.requestTimeout,
@@ -126,7 +124,7 @@ export class RedlockBackend implements LockBackend {
 
   /** Held when a majority says so, free when a majority says so; otherwise we cannot tell (LockQuorumError). */
   async isLocked(namespace: string, key: string): Promise<boolean> {
-    this.assertOpen('isLocked');
+    this.set.lifecycle.assertOpen('isLocked');
     const call = isLockedCall(namespace, key);
     const answers = await askAll(this.set.instances, (instance) => runCall(instance.client, call), {
       timeout: this.set.settings.requestTimeout,
@@ -144,17 +142,13 @@ export class RedlockBackend implements LockBackend {
   }
 
   close(): Promise<void> {
-    return (this.closing ??= this.shutdown());
+    return this.set.lifecycle.close(() => this.shutdown());
   }
 
   private async shutdown(): Promise<void> {
     const reason = this.set.error('acquire', 'the backend was closed while this acquire was waiting');
-    await this.waits.abortAll(reason);
-    await this.set.drain(CLEANUP_TIMEOUT_MS);
+    await this.set.lifecycle.endAcquires(reason, CLEANUP_TIMEOUT_MS);
+    await this.set.lifecycle.drain(CLEANUP_TIMEOUT_MS);
     await this.set.close();
-  }
-
-  private assertOpen(operation: string): void {
-    if (this.closing) throw this.set.error(operation, 'the backend is closed');
   }
 }

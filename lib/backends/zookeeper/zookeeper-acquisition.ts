@@ -3,6 +3,7 @@ import type { AcquireRequest, LockGrant } from '../lock-backend.interface';
 import { LockBackendError } from '../../errors';
 import { monotonicNow } from '../../utils/clock';
 import { delay, raceAbort } from '../shared/abort';
+import { settledWithin } from '../shared/backend-lifecycle';
 import { retryBackoff } from '../shared/backoff';
 import { isConnectionLoss, isSessionExpired, isZkError, toZooKeeperBackendError, ZK_ERROR } from './zookeeper-errors';
 import { ZooKeeperLockState, validUntil, zxidOf } from './zookeeper-lock-state';
@@ -17,6 +18,9 @@ import {
   Wakeup,
 } from './zookeeper-queue';
 import { CREATE_MODE, hex } from './zookeeper-client-facts';
+
+/** How long a failed or aborted acquire waits for its node's delete before it rejects. */
+const ABANDON_WAIT_MS = 2_000;
 
 /**
  * One acquire or tryAcquire, the way Curator's InterProcessMutex (and, for 'read'/'write', its
@@ -99,7 +103,7 @@ export class ZooKeeperAcquisition {
         if (!rejoin) return undefined;
       }
     } catch (error) {
-      this.abandon();
+      await this.abandon();
       throw this.failure(error);
     } finally {
       this.dispose();
@@ -124,7 +128,7 @@ export class ZooKeeperAcquisition {
       this.mayOwnNode = false;
       return null;
     } catch (error) {
-      this.abandon();
+      await this.abandon();
       throw this.failure(error);
     } finally {
       this.dispose();
@@ -331,11 +335,11 @@ export class ZooKeeperAcquisition {
   }
 
   /**
-   * Leaves the queue in the background: deletes our node, or, when a create's outcome is unknown, whatever
+   * Leaves the queue: deletes our node, or, when a create's outcome is unknown, whatever
    * node carries our token. Requests of one session run in order, so a create still in flight lands first.
    */
-  private abandon(): void {
-    if (!this.mayOwnNode) return;
+  private abandon(): Promise<void> {
+    if (!this.mayOwnNode) return Promise.resolve();
     this.mayOwnNode = false;
     const { session } = this.ctx;
     const path = this.ownPath;
@@ -349,7 +353,10 @@ export class ZooKeeperAcquisition {
       const ours = children.filter((name) => name.startsWith(this.prefix));
       await Promise.all(ours.map((name) => session.remove(`${this.parent}/${name}`)));
     };
-    this.ctx.track(cleanUp());
+    const cleanup = cleanUp();
+    this.ctx.track(cleanup);
+    // The caller hears of the failure once our node is gone (bounded), so a read right after never sees it.
+    return settledWithin(cleanup, session.isConnected ? ABANDON_WAIT_MS : 0, true);
   }
 
   private dispose(): void {

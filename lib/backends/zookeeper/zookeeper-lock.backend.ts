@@ -3,6 +3,7 @@ import type { ElectionBackend } from '../../leader-election/election-backend.int
 import { ZooKeeperElection } from '../../leader-election/zookeeper/zookeeper-election';
 import type { AcquireRequest, BackendLockEvent, HeldLock, LockBackend, LockGrant } from '../lock-backend.interface';
 import { LockBackendError } from '../../errors';
+import { BackendLifecycle } from '../shared/backend-lifecycle';
 import { monotonicNow } from '../../utils/clock';
 import { localAddressData } from './local-address';
 import { LockPathSweeper } from './lock-path-sweeper';
@@ -40,10 +41,6 @@ export type ZooKeeperLockBackendOptions =
 
 const DEFAULT_SESSION_TIMEOUT_MS = 30_000;
 
-/** An acquisition in progress, as close() sees it. */
-interface Cancellable {
-  cancel(error: unknown): void;
-}
 /** How long close() waits for abandoned waiters' nodes to be deleted while the server is reachable. */
 const CLOSE_GRACE_MS = 3_000;
 
@@ -73,21 +70,20 @@ export class ZooKeeperLockBackend implements LockBackend {
   private readonly ownNodes: OwnNodeWatches;
   private readonly sweeper: LockPathSweeper;
   private readonly context: AcquisitionContext;
-  private readonly acquisitions = new Map<Cancellable, Promise<unknown>>();
-  private readonly background = new Set<Promise<unknown>>();
+  private readonly lifecycle: BackendLifecycle;
   private readonly stopSessionEvents: () => void;
-  private closing?: Promise<void>;
 
   constructor(options: ZooKeeperLockBackendOptions) {
     this.session = new ZooKeeperSession(sessionSource(options));
     this.address = this.session.address;
-    this.ownNodes = new OwnNodeWatches(this.session, (work) => this.runInBackground(work));
-    this.sweeper = new LockPathSweeper(this.session, (work) => this.runInBackground(work));
+    this.lifecycle = new BackendLifecycle(this.kind, this.address);
+    this.ownNodes = new OwnNodeWatches(this.session, (work) => this.lifecycle.track(work));
+    this.sweeper = new LockPathSweeper(this.session, (work) => this.lifecycle.track(work));
     this.context = {
       session: this.session,
       ownNodes: this.ownNodes,
       nodeData: localAddressData(),
-      track: (work) => this.runInBackground(work),
+      track: (work) => this.lifecycle.track(work),
     };
     this.stopSessionEvents = this.session.onEvent((event) => {
       if (event.type === 'expired') this.ownNodes.forgetSession(event.sessionId);
@@ -105,28 +101,28 @@ export class ZooKeeperLockBackend implements LockBackend {
   }
 
   tryAcquire(request: AcquireRequest): Promise<LockGrant | null> {
-    if (this.closing) return Promise.reject(this.closedError('tryAcquire'));
+    if (this.lifecycle.isClosed) return Promise.reject(this.lifecycle.closedError('tryAcquire'));
     try {
       if (request.permits !== undefined) {
         const permit = new ZooKeeperSemaphoreAcquisition(this.context, request, request.permits);
-        return this.follow(permit, permit.tryAcquire());
+        return this.lifecycle.follow(permit, permit.tryAcquire());
       }
       const attempt = new ZooKeeperAcquisition(this.context, request, 'tryAcquire');
-      return this.follow(attempt, attempt.tryAcquire());
+      return this.lifecycle.follow(attempt, attempt.tryAcquire());
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
   acquire(request: AcquireRequest, signal: AbortSignal): Promise<LockGrant> {
-    if (this.closing) return Promise.reject(this.closedError('acquire'));
+    if (this.lifecycle.isClosed) return Promise.reject(this.lifecycle.closedError('acquire'));
     try {
       if (request.permits !== undefined) {
         const permit = new ZooKeeperSemaphoreAcquisition(this.context, request, request.permits);
-        return this.follow(permit, permit.acquire(signal));
+        return this.lifecycle.follow(permit, permit.acquire(signal));
       }
       const attempt = new ZooKeeperAcquisition(this.context, request, 'acquire', signal);
-      return this.follow(attempt, attempt.acquire());
+      return this.lifecycle.follow(attempt, attempt.acquire());
     } catch (error) {
       return Promise.reject(error);
     }
@@ -137,7 +133,7 @@ export class ZooKeeperLockBackend implements LockBackend {
    * before that request. Nothing on the server needs extending: the client's pings keep the session alive.
    */
   async extend(lock: HeldLock, ttl: number): Promise<number | null> {
-    if (this.closing) throw this.closedError('extend');
+    this.lifecycle.assertOpen('extend');
     const state = asZooKeeperLockState(lock.state);
     // Not the live session: it expired, and the server deleted our node with it.
     if (state.sessionId !== this.session.sessionId) return null;
@@ -157,7 +153,7 @@ export class ZooKeeperLockBackend implements LockBackend {
    * on it wakes the next waiter. The lock path, if that left it empty, goes a little later (LockPathSweeper).
    */
   async release(lock: HeldLock): Promise<boolean> {
-    if (this.closing) throw this.closedError('release');
+    this.lifecycle.assertOpen('release');
     const state = asZooKeeperLockState(lock.state);
     if (state.sessionId !== this.session.sessionId) return false;
     try {
@@ -175,7 +171,7 @@ export class ZooKeeperLockBackend implements LockBackend {
   }
 
   async isLocked(namespace: string, key: string): Promise<boolean> {
-    if (this.closing) throw this.closedError('isLocked');
+    this.lifecycle.assertOpen('isLocked');
     try {
       // A semaphore of the same name keeps its `locks` and `leases` parents here; they are not holders.
       const children = await this.session.getChildren(lockPath(namespace, key));
@@ -229,33 +225,16 @@ export class ZooKeeperLockBackend implements LockBackend {
    * session deletes any node of ours still there). Locks already granted are the core's to release first.
    */
   close(): Promise<void> {
-    this.closing ??= this.shutDown();
-    return this.closing;
+    return this.lifecycle.close(() => this.shutDown());
   }
 
   private async shutDown(): Promise<void> {
-    for (const attempt of this.acquisitions.keys()) attempt.cancel(this.closedError('acquire'));
-    await settledWithin(Promise.allSettled([...this.acquisitions.values()]), CLOSE_GRACE_MS);
+    await this.lifecycle.endAcquires(this.lifecycle.closedError('acquire'), CLOSE_GRACE_MS);
     // Clean-up requests only make progress while connected; otherwise the session close fails them.
-    this.runInBackground(this.sweeper.sweep());
-    await settledWithin(Promise.allSettled([...this.background]), this.session.isConnected ? CLOSE_GRACE_MS : 0);
+    this.lifecycle.track(this.sweeper.sweep());
+    await this.lifecycle.drain(this.session.isConnected ? CLOSE_GRACE_MS : 0);
     this.stopSessionEvents();
     await this.session.close();
-  }
-
-  /** Tracks an acquisition until it settles, so close() can cancel it and wait for its clean-up. */
-  private follow<T>(attempt: Cancellable, result: Promise<T>): Promise<T> {
-    const settled = result.then(
-      () => this.acquisitions.delete(attempt),
-      () => this.acquisitions.delete(attempt),
-    );
-    this.acquisitions.set(attempt, settled);
-    return result;
-  }
-
-  private runInBackground(work: Promise<unknown>): void {
-    const tracked = work.catch(() => undefined).finally(() => this.background.delete(tracked));
-    this.background.add(tracked);
   }
 
   private suspendedError(): LockBackendError {
@@ -265,10 +244,6 @@ export class ZooKeeperLockBackend implements LockBackend {
       'session',
       `the connection to ZooKeeper dropped; the lock is kept if the client reconnects within the session timeout (${this.session.sessionTimeout} ms)`,
     );
-  }
-
-  private closedError(operation: string): LockBackendError {
-    return new LockBackendError('zookeeper', this.address, operation, 'the backend is closed (close() was called)');
   }
 }
 
@@ -286,17 +261,6 @@ function sessionSource(options: ZooKeeperLockBackendOptions) {
     );
   }
   return { connectionString: options.connectionString, sessionTimeout, spinDelay: options.spinDelay };
-}
-
-/** Ref'd on purpose: close() is awaited, so the process must not exit underneath it. */
-function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    void work.finally(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
 }
 
 /** The client's methods the backend calls. */
