@@ -42,6 +42,7 @@ async function increment(config: WorkerConfig): Promise<void> {
 async function hold(config: WorkerConfig): Promise<void> {
   const connection = connectBackend(config.backend, config.address);
   const locks = new LockService(connection.backend, { keyPrefix: config.keyPrefix });
+  const requestedAt = performance.timeOrigin + performance.now();
   const lock = await locks.acquire(config.key, {
     ttl: config.ttl,
     lockDelay: config.lockDelay,
@@ -52,6 +53,7 @@ async function hold(config: WorkerConfig): Promise<void> {
     fencingToken: lock.fencingToken.toString(),
     token: lock.token,
     expiresAt: lock.expiresAt,
+    requestedAt,
   });
   // The keep-alive stays: the process (and the watchdog) runs until the parent kills it.
 }

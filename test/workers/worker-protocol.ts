@@ -44,7 +44,14 @@ export type ParentMessage = { type: 'go' };
 export type WorkerMessage =
   | { type: 'ready' }
   | { type: 'done'; sections?: SectionReport[]; summary?: Record<string, unknown> }
-  | { type: 'held'; fencingToken: string; token: string; expiresAt: number }
+  | {
+      type: 'held';
+      fencingToken: string;
+      token: string;
+      expiresAt: number;
+      /** performance.timeOrigin + performance.now() just before the acquire: comparable across processes. */
+      requestedAt: number;
+    }
   | { type: 'error'; name: string; message: string; stack?: string };
 
 export const WORKER_CONFIG_ENV = 'NDL_LOCK_WORKER_CONFIG';
