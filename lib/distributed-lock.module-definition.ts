@@ -3,7 +3,7 @@ import { designateLockInterceptor, LockInterceptor } from './interceptors/lock.i
 import { LockService } from './lock.service';
 import type { LockBackend } from './backends/lock-backend.interface';
 import type { LockServiceOptions } from './lock-options';
-import type { LockObservabilityOptions } from './observability/lock-observability';
+import type { LockObservabilityOptions } from './observability/lock-observability.options';
 import type { LeaderElectionOptions } from './leader-election/leader-election.options';
 
 /** Options of `DistributedLockModule.forRoot()` / what `forRootAsync()` factories return. */

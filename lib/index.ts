@@ -115,7 +115,7 @@ export { attachLockTelemetry } from './observability/lock-telemetry';
 export type { LockTelemetryOptions } from './observability/lock-telemetry';
 export type { LockMetricsOptions } from './observability/lock-metrics';
 export type { LockTracingOptions } from './observability/lock-tracing';
-export type { LockObservabilityOptions } from './observability/lock-observability';
+export type { LockObservabilityOptions } from './observability/lock-observability.options';
 export type { OpenTelemetryMeterProvider, OpenTelemetryTracerProvider } from './observability/opentelemetry-providers';
 export { attachLockLogger } from './observability/lock-logger';
 export type { HealthResult } from './health/health-result';

@@ -1,22 +1,9 @@
-import { Inject, Injectable, type LoggerService, type OnModuleInit, Optional } from '@nestjs/common';
+import { Inject, Injectable, type OnModuleInit, Optional } from '@nestjs/common';
 import { DISTRIBUTED_LOCK_MODULE_OPTIONS } from '../distributed-lock.module-definition';
 import { LockService } from '../lock.service';
 import { attachLockLogger } from './lock-logger';
-import { attachLockTelemetry, type LockTelemetryOptions } from './lock-telemetry';
-
-/** The observability part of DistributedLockModule's options. */
-export interface LockObservabilityOptions {
-  /**
-   * OpenTelemetry metrics and acquire spans (needs `@opentelemetry/api`). `true`: the global providers.
-   * Default false: turning it on is the app's choice, as it decides where the data goes.
-   */
-  telemetry?: boolean | LockTelemetryOptions;
-  /**
-   * Lock lifecycle lines in the `DistributedLock` context: debug for grants and releases, warn for at-risk,
-   * error for lost. A LoggerService routes them elsewhere. Default true.
-   */
-  logging?: boolean | LoggerService;
-}
+import { attachLockTelemetry } from './lock-telemetry';
+import type { LockObservabilityOptions } from './lock-observability.options';
 
 /**
  * Turns the module's `telemetry` and `logging` options into subscriptions on LockService.events$.
