@@ -12,7 +12,7 @@ export class AcquisitionControl {
   private readonly controller = new AbortController();
   private readonly detachUserSignal: () => void;
   private cancelledWith?: { error: unknown };
-  /** Our node is in the queue: the key is busy, as far as we know. */
+  /** Our node is in the queue: the key is busy, as far as we know. Set by QueueEntry.join(), cleared when gone. */
   queued = false;
 
   constructor(

@@ -33,7 +33,7 @@ type ZooKeeperModule = typeof import('node-zookeeper-client');
  * An expired client never reconnects; when the client is ours we replace it with a new one (a new session),
  * as Curator does. An application's own client stays expired: the app has to create a new one.
  */
-export class ZooKeeperConnection {
+export abstract class ZooKeeperConnection {
   readonly address: string;
   private client: Client;
   private readonly ownsClient: boolean;
