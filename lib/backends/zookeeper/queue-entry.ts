@@ -1,0 +1,154 @@
+import type { Stat } from 'node-zookeeper-client';
+import type { AcquireRequest } from '../lock-backend.interface';
+import { monotonicNow } from '../../utils/clock';
+import { settledWithin } from '../shared/backend-lifecycle';
+import type { AcquisitionControl } from './acquisition-control';
+import { CREATE_MODE, hex } from './zookeeper-client-facts';
+import { isConnectionLoss, isSessionExpired, isZkError, ZK_ERROR } from './zookeeper-errors';
+import { zxidOf } from './zookeeper-lock-state';
+import { findOwnNode, namespacePath } from './zookeeper-node-layout';
+import { AcquisitionContext, Contender, ContenderRecipe, MAX_PARENT_ATTEMPTS } from './zookeeper-queue';
+
+/** How long a failed or aborted acquire waits for its node's delete before it rejects. */
+const ABANDON_WAIT_MS = 2_000;
+
+/**
+ * Our node in a lock path's queue, from joining to leaving (for ZooKeeperAcquisition): creates it (and the lock
+ * path, which a release elsewhere may have deleted), finds it by its protected name after a lost create reply,
+ * reads its Stat with a watch, and deletes it when the acquisition fails.
+ */
+export class QueueEntry {
+  /** A create may have left a node of ours on the server that is neither handed over nor removed. */
+  private mayOwnNode = false;
+  private ownPath: string | undefined;
+
+  constructor(
+    private readonly ctx: AcquisitionContext,
+    private readonly control: AcquisitionControl,
+    private readonly request: AcquireRequest,
+    private readonly parent: string,
+    private readonly prefix: string,
+    private readonly recipe?: ContenderRecipe,
+  ) {}
+
+  /** Creates our node (and the lock path if missing) and reads its Stat, which also watches it. */
+  async join(): Promise<Contender> {
+    const { session } = this.ctx;
+    let parentAttempts = 0;
+    let failures = 0;
+    for (;;) {
+      if (this.control.signal.aborted) throw this.control.signal.reason;
+      let path: string;
+      try {
+        this.mayOwnNode = true;
+        // After a NO_NODE, the lock path goes out in the same pipeline, ahead of our node: one round trip.
+        const parents = parentAttempts > 0 ? this.createLockPath() : Promise.resolve();
+        const created = session.create(
+          `${this.parent}/${this.prefix}`,
+          this.recipe?.nodeData ?? this.ctx.nodeData,
+          CREATE_MODE.EPHEMERAL_SEQUENTIAL,
+        );
+        path = await this.control.server(Promise.all([parents, created]).then(([, node]) => node));
+      } catch (error) {
+        if (isZkError(error, ZK_ERROR.NO_NODE) && ++parentAttempts <= MAX_PARENT_ATTEMPTS) continue;
+        if (!isConnectionLoss(error) && !isSessionExpired(error)) throw error;
+        // The reply was lost, not necessarily the create: look for our node by its protected name.
+        const found = await this.findOwn(++failures, error);
+        if (found === undefined) continue;
+        path = `${this.parent}/${found}`;
+      }
+      this.ownPath = path;
+      const reading = this.readOwnNode(path);
+      const sentAt = monotonicNow();
+      const children = session.getChildren(this.parent);
+      children.catch(() => undefined);
+      const stat = await reading;
+      if (stat === null) {
+        // Gone already: the session expired in between. Start over.
+        this.ownPath = undefined;
+        continue;
+      }
+      this.control.queued = true;
+      return {
+        path,
+        name: path.slice(this.parent.length + 1),
+        sessionId: hex(stat.ephemeralOwner),
+        czxid: zxidOf(stat.czxid),
+        firstListing: { children, sentAt },
+      };
+    }
+  }
+
+  /** Our node's Stat (its czxid is the fencing token), leaving the watch on it; null if it is gone. */
+  private async readOwnNode(path: string): Promise<Stat | null> {
+    let failures = 0;
+    for (;;) {
+      const watcher = this.ctx.ownNodes.watcherFor(path, this.ctx.session.sessionId ?? '');
+      try {
+        const stat = await this.control.server(this.ctx.session.watchNode(path, watcher));
+        if (stat === null) this.ctx.ownNodes.forget(path);
+        return stat;
+      } catch (error) {
+        this.ctx.ownNodes.forget(path);
+        if (isSessionExpired(error)) return null;
+        if (!isConnectionLoss(error)) throw error;
+        await this.control.pauseAfterFailure(++failures, error);
+      }
+    }
+  }
+
+  /** Every ancestor of our node, pipelined: ZooKeeper applies one session's requests in order. */
+  private async createLockPath(): Promise<void> {
+    const { session } = this.ctx;
+    const ancestors = [namespacePath(this.request.namespace)];
+    for (let at = this.parent.indexOf('/', ancestors[0].length + 1); at > 0; at = this.parent.indexOf('/', at + 1)) {
+      ancestors.push(this.parent.slice(0, at));
+    }
+    ancestors.push(this.parent);
+    await Promise.all(ancestors.map((path) => session.ensurePersistent(path)));
+  }
+
+  /** After a lost create reply: our node's name if the create happened, undefined if it did not. */
+  private async findOwn(failures: number, lastError: unknown): Promise<string | undefined> {
+    for (;;) {
+      try {
+        const children = await this.control.server(this.ctx.session.getChildren(this.parent));
+        return children ? findOwnNode(children, this.request.token) : undefined;
+      } catch (error) {
+        if (!isConnectionLoss(error) && !isSessionExpired(error)) throw error;
+        await this.control.pauseAfterFailure(++failures, lastError);
+      }
+    }
+  }
+
+  /** Our node is no longer ours to delete: handed over with a grant, deleted by us, or gone. */
+  disown(): void {
+    this.mayOwnNode = false;
+    this.ownPath = undefined;
+  }
+
+  /**
+   * Leaves the queue: deletes our node, or, when a create's outcome is unknown, whatever
+   * node carries our token. Requests of one session run in order, so a create still in flight lands first.
+   */
+  abandon(): Promise<void> {
+    if (!this.mayOwnNode) return Promise.resolve();
+    this.mayOwnNode = false;
+    const { session } = this.ctx;
+    const path = this.ownPath;
+    this.ownPath = undefined;
+    const cleanUp = async () => {
+      if (path) {
+        await session.remove(path);
+        return;
+      }
+      const children = (await session.getChildren(this.parent)) ?? [];
+      const ours = children.filter((name) => name.startsWith(this.prefix));
+      await Promise.all(ours.map((name) => session.remove(`${this.parent}/${name}`)));
+    };
+    const cleanup = cleanUp();
+    this.ctx.track(cleanup);
+    // The caller hears of the failure once our node is gone (bounded), so a read right after never sees it.
+    return settledWithin(cleanup, session.isConnected ? ABANDON_WAIT_MS : 0, true);
+  }
+}

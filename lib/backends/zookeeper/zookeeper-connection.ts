@@ -1,0 +1,188 @@
+import type { Client, State } from 'node-zookeeper-client';
+import { LockBackendError } from '../../errors';
+import { loadOptionalPackage } from '../../utils/optional-package';
+import { closeOwnedClient, containSocketHandlerErrors, dropSilentConnections } from './owned-client';
+import { PendingCalls } from './pending-calls';
+import { describeConnectionString, readConnectionString, sessionIdOf, STATE } from './zookeeper-client-facts';
+import { ZK_ERROR } from './zookeeper-errors';
+
+/**
+ * What happened to the session our lock nodes live on, in Curator's terms:
+ *  - suspended: the connection dropped; the session (and our nodes) survive if we reconnect in time;
+ *  - reconnected: the same session is back, nothing was lost;
+ *  - expired: the server ended the session and deleted its ephemeral nodes (Curator's LOST);
+ *  - connected: a new session is up (the first one, or, for a client we own, the one after an expiry).
+ */
+export type SessionEvent =
+  | { readonly type: 'suspended' }
+  | { readonly type: 'reconnected'; readonly sessionId: string }
+  | { readonly type: 'expired'; readonly sessionId: string }
+  | { readonly type: 'connected'; readonly sessionId: string };
+
+export type SessionSource =
+  | { readonly client: Client }
+  | { readonly connectionString: string; readonly sessionTimeout: number; readonly spinDelay?: number };
+
+type ZooKeeperModule = typeof import('node-zookeeper-client');
+
+/**
+ * The ZooKeeper client the backend works through, and the session's life (ZooKeeperSession adds the requests).
+ *
+ * node-zookeeper-client queues requests while disconnected and never fails them if the session then
+ * expires, so every call made through here is rejected when its client's session expires or we close.
+ * An expired client never reconnects; when the client is ours we replace it with a new one (a new session),
+ * as Curator does. An application's own client stays expired: the app has to create a new one.
+ */
+export abstract class ZooKeeperConnection {
+  readonly address: string;
+  private client: Client;
+  private readonly ownsClient: boolean;
+  private readonly makeClient?: () => Client;
+  /** The session our nodes belong to; undefined before the first connect and after an expiry. */
+  private liveSessionId: string | undefined;
+  private connected = false;
+  private terminal: Error | undefined;
+  private closing: Promise<void> | undefined;
+  private readonly listeners = new Set<(event: SessionEvent) => void>();
+  private readonly pending = new PendingCalls();
+  private readonly onClientState = new Map<Client, (state: State) => void>();
+  private stopSilenceWatch: (() => void) | undefined;
+
+  constructor(source: SessionSource) {
+    if ('client' in source) {
+      this.client = source.client;
+      this.ownsClient = false;
+      this.address = describeConnectionString(readConnectionString(source.client));
+      this.attach(this.client);
+      // The app may hand us a client that is already connected.
+      if (this.client.getState?.()?.code === STATE.SYNC_CONNECTED) {
+        this.connected = true;
+        this.liveSessionId = sessionIdOf(this.client);
+      }
+    } else {
+      const zookeeper = loadOptionalPackage<ZooKeeperModule>('node-zookeeper-client', 'The ZooKeeper backend');
+      const { connectionString, sessionTimeout, spinDelay } = source;
+      this.address = describeConnectionString(connectionString);
+      // retries: 0, because a blind retry of a create could leave a second contender node behind.
+      this.makeClient = () => zookeeper.createClient(connectionString, { sessionTimeout, spinDelay, retries: 0 });
+      this.ownsClient = true;
+      this.client = this.makeClient();
+      this.attach(this.client);
+      containSocketHandlerErrors(this.client);
+      this.stopSilenceWatch = dropSilentConnections(this.client);
+      this.client.connect();
+    }
+  }
+
+  /** The live session's id (16 hex digits), or undefined when there is none right now. */
+  get sessionId(): string | undefined {
+    return this.liveSessionId;
+  }
+
+  /** The session timeout the server negotiated (the requested one before the first connect), ms. */
+  get sessionTimeout(): number {
+    return this.client.getSessionTimeout();
+  }
+
+  get isConnected(): boolean {
+    return this.connected;
+  }
+
+  /** Subscribes to session events; returns the unsubscribe function. */
+  onEvent(listener: (event: SessionEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Fails every outstanding call, stops listening, and closes the client if we created it. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= this.shutDown();
+    return this.closing;
+  }
+
+  private async shutDown(): Promise<void> {
+    this.terminal = this.error('close', 'the backend is closed (close() was called)');
+    this.pending.failAll(this.terminal);
+    for (const client of [...this.onClientState.keys()]) this.detach(client);
+    this.listeners.clear();
+    this.stopSilenceWatch?.();
+    if (this.ownsClient) await closeOwnedClient(this.client);
+  }
+
+  /** Runs one request on the current client, unless we are closed or the session is over for good. */
+  protected call<T>(run: (client: Client, done: (error: unknown, value?: T) => void) => void): Promise<T> {
+    if (this.terminal) return Promise.reject(this.terminal);
+    return this.pending.run(this.client, run);
+  }
+
+  private attach(client: Client): void {
+    const listener = (state: State) => this.onState(client, state);
+    this.onClientState.set(client, listener);
+    client.on('state', listener);
+  }
+
+  private detach(client: Client): void {
+    const listener = this.onClientState.get(client);
+    if (listener) client.removeListener('state', listener);
+    this.onClientState.delete(client);
+  }
+
+  private onState(client: Client, state: State): void {
+    if (client !== this.client || this.closing) return;
+    switch (state.code) {
+      case STATE.SYNC_CONNECTED: {
+        const sessionId = sessionIdOf(client);
+        this.connected = true;
+        if (sessionId === this.liveSessionId) return this.emit({ type: 'reconnected', sessionId });
+        if (this.liveSessionId) this.emit({ type: 'expired', sessionId: this.liveSessionId });
+        this.liveSessionId = sessionId;
+        return this.emit({ type: 'connected', sessionId });
+      }
+      case STATE.DISCONNECTED:
+        if (!this.connected) return;
+        this.connected = false;
+        return this.emit({ type: 'suspended' });
+      case STATE.EXPIRED:
+        return this.onExpired(client);
+      case STATE.AUTH_FAILED:
+        this.connected = false;
+        this.terminal = this.error('connect', "ZooKeeper rejected the client's credentials (AUTH_FAILED)");
+        return this.pending.fail(client, this.terminal);
+    }
+  }
+
+  private onExpired(client: Client): void {
+    const expired = this.liveSessionId;
+    this.liveSessionId = undefined;
+    this.connected = false;
+    const error = Object.assign(new Error('Exception: SESSION_EXPIRED[-112]'), { code: ZK_ERROR.SESSION_EXPIRED });
+    this.pending.fail(client, error);
+    if (this.ownsClient) {
+      // Like Curator: a new ZooKeeper handle, hence a new session. The old client has closed its socket.
+      this.detach(client);
+      this.pending.forget(client);
+      this.stopSilenceWatch?.();
+      this.client = this.makeClient!();
+      this.attach(this.client);
+      containSocketHandlerErrors(this.client);
+      this.stopSilenceWatch = dropSilentConnections(this.client);
+      this.client.connect();
+    } else {
+      this.terminal = this.error(
+        'session',
+        'the ZooKeeper session of the client passed to ZooKeeperLockBackend expired, and node-zookeeper-client ' +
+          'never reconnects an expired client: create a new client and a new backend (or pass { connectionString } ' +
+          'so the backend replaces its client itself)',
+      );
+    }
+    if (expired) this.emit({ type: 'expired', sessionId: expired });
+  }
+
+  private emit(event: SessionEvent): void {
+    for (const listener of [...this.listeners]) listener(event);
+  }
+
+  private error(operation: string, detail: string): LockBackendError {
+    return new LockBackendError('zookeeper', this.address, operation, detail);
+  }
+}
