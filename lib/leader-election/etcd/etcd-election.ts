@@ -8,10 +8,8 @@ import { EtcdLockClient, toEtcdBackendError } from '../../backends/etcd/etcd-loc
 import { asEtcdLockState } from '../../backends/etcd/etcd-lock-state';
 import { bytes, createRevisionIs, prefixRange, SORT_ASCEND, SORT_BY_CREATE } from '../../backends/etcd/etcd-requests';
 import { delay } from '../../backends/shared/abort';
+import { ObserveFailures } from '../observe-failures';
 import type { CampaignRequest, ElectionBackend, ElectionGrant, LeaderInfo } from '../election-backend.interface';
-
-/** Consecutive failed reads after which observe() gives up and errors (about 8 s of backoff). */
-const MAX_OBSERVE_FAILURES = 10;
 
 /**
  * Elections in the layout of Go's `concurrency.Election` (and so `etcdctl elect <name> <proposal>`): each
@@ -123,21 +121,22 @@ export class EtcdElection implements ElectionBackend {
     };
     this.stops.add(stop);
     const follow = async () => {
-      let failures = 0;
+      const failures = new ObserveFailures();
       while (!stopper.signal.aborted) {
         let read: Awaited<ReturnType<EtcdElection['readLeader']>>;
         try {
           read = await this.readLeader(prefix);
           if (stopper.signal.aborted) return;
-          failures = 0;
+          failures.reset();
           onChange(read.leader);
         } catch (error) {
           if (stopper.signal.aborted) return;
-          if (++failures >= MAX_OBSERVE_FAILURES) {
+          const pause = failures.next();
+          if (pause === undefined) {
             stop();
             return onError(toEtcdBackendError(this.address, 'election observe', error));
           }
-          await delay(Math.min(1_000, 50 * 2 ** failures), stopper.signal).catch(() => undefined);
+          await delay(pause, stopper.signal).catch(() => undefined);
           continue;
         }
         const { leader, key: leaderKey } = read;

@@ -5,6 +5,7 @@ import type { RedisPort } from '../../backends/redis/port/redis-port';
 import { encodeKeyPart } from '../../backends/redis/redis-keys';
 import { validityEnd } from '../../backends/redis/validity';
 import { monotonicNow } from '../../utils/clock';
+import { ObserveFailures } from '../observe-failures';
 import type { CampaignRequest, ElectionBackend, ElectionGrant, LeaderInfo } from '../election-backend.interface';
 import {
   CAMPAIGN_SCRIPT,
@@ -135,7 +136,7 @@ export class RedisElection implements ElectionBackend {
       subscription?.unsubscribe();
     };
     const follow = async () => {
-      let failures = 0;
+      const failures = new ObserveFailures();
       try {
         subscription = this.subscriber().subscribe(keys.channel, () => wake?.());
         await raceAbort(subscription.ready, stopper.signal, () => stopper.signal.reason);
@@ -149,16 +150,17 @@ export class RedisElection implements ElectionBackend {
         try {
           const { leader, left } = await this.readLeader(keys);
           if (stopper.signal.aborted) return;
-          failures = 0;
+          failures.reset();
           onChange(leader);
           if (left > 0) wait = Math.min(left + 1, this.recheckInterval);
         } catch (error) {
           if (stopper.signal.aborted) return;
-          if (++failures >= 10) {
+          const pause = failures.next();
+          if (pause === undefined) {
             stop();
             return onError(error);
           }
-          wait = Math.min(1_000, 50 * 2 ** failures);
+          wait = pause;
         }
         await Promise.race([delay(wait, stopper.signal).catch(() => undefined), woken]);
       }

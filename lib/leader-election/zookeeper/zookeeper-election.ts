@@ -6,12 +6,11 @@ import { toZooKeeperBackendError } from '../../backends/zookeeper/zookeeper-erro
 import { LockNotSupportedError } from '../../errors';
 import { zxidOf } from '../../backends/zookeeper/zookeeper-lock-state';
 import { lockPath, sortContenders } from '../../backends/zookeeper/zookeeper-node-layout';
+import { ObserveFailures } from '../observe-failures';
 import type { CampaignRequest, ElectionBackend, ElectionGrant, LeaderInfo } from '../election-backend.interface';
 
 /** Curator LeaderLatch's node name (LeaderLatch.LOCK_NAME), after its protected `_c_<uuid>-` prefix. */
 export const LATCH_MARKER = 'latch-';
-/** Consecutive failed reads after which observe() gives up and errors (about 8 s of backoff). */
-const MAX_OBSERVE_FAILURES = 10;
 
 /**
  * Elections in the layout of Curator's LeaderLatch: each participant is an ephemeral sequential node
@@ -108,25 +107,26 @@ export class ZooKeeperElection implements ElectionBackend {
     };
     this.stops.add(stop);
     const follow = async () => {
-      let failures = 0;
+      const failures = new ObserveFailures();
       while (!stopper.signal.aborted) {
         let fire!: () => void;
         const changed = new Promise<void>((resolve) => (fire = resolve));
         try {
           const leader = await this.readLeader(parent, fire);
           if (stopper.signal.aborted) return;
-          failures = 0;
+          failures.reset();
           onChange(leader === undefined ? null : leader);
           // No latch path yet: watch for its creation rather than create it, so that observing a name leaves no
           // node behind. Created in the meantime: read again at once.
           if (leader === undefined && (await this.ctx.session.watchExists(parent, fire)) !== null) continue;
         } catch (error) {
           if (stopper.signal.aborted) return;
-          if (++failures >= MAX_OBSERVE_FAILURES) {
+          const pause = failures.next();
+          if (pause === undefined) {
             stop();
             return onError(toZooKeeperBackendError(this.address, 'election observe', error));
           }
-          await delay(Math.min(1_000, 50 * 2 ** failures), stopper.signal).catch(() => undefined);
+          await delay(pause, stopper.signal).catch(() => undefined);
           continue;
         }
         // ZooKeeper cannot remove a watch in this protocol version: a late one-shot fire is harmless.
