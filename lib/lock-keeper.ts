@@ -4,7 +4,7 @@ import type { LockRenewal } from './lock-renewal';
 import { LockLifecycleListener, LockNotices } from './lock-notices';
 import { monotonicNow, toEpochMs } from './utils/clock';
 import { checkTtl } from './utils/validate';
-import { withDeadline, withLazyDeadline } from './utils/deadline';
+import { settleWithLazyDeadline, withDeadline } from './utils/deadline';
 import { ExtendBatcher } from './watchdog/extend-batcher';
 import { RenewalScheduler } from './watchdog/renewal-scheduler';
 import { Renewable, RENEW, VALIDITY_LEFT, Watchdog } from './watchdog/watchdog';
@@ -148,7 +148,10 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
     }
     const timedOut = () =>
       this.backendError('release', `no reply within ${this.operationTimeout} ms; the lock will expire after its ttl`);
-    return withLazyDeadline(deletion, this.operationTimeout, timedOut).then(
+    return settleWithLazyDeadline(
+      deletion,
+      this.operationTimeout,
+      timedOut,
       () => this.ended(wasHeld),
       (error: unknown) => {
         this.ended(wasHeld);

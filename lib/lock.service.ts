@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import type { Observable } from 'rxjs';
 import { BackendCalls, WaitHook } from './backend-calls';
 import type { AcquireRequest, BackendInspection, LockBackend } from './backends/lock-backend.interface';
-import { currentLockScope, lockScopeKey, runInLockScope } from './context/lock-context';
+import { currentLockScope, runInLockScope } from './context/lock-context';
 import { currentInScope, inheritedInScope } from './context/scope-lookup';
 import { LockNotSupportedError } from './errors';
 import type { LockEvent } from './lock-event';
@@ -108,6 +108,8 @@ export class LockService {
    */
   acquireCancellable(key: string, options: LockOptions | undefined, onWait?: WaitHook): Promise<LockHandle> {
     const { request, resolved } = this.prepare(key, options);
+    // Every @WithLock request comes through here: no closure for trace() when nothing traces.
+    if (!this.tracing.active) return this.grants.acquire(request, resolved, onWait);
     return this.tracing.trace('acquire', request, resolved, () => this.grants.acquire(request, resolved, onWait));
   }
 
@@ -139,7 +141,7 @@ export class LockService {
     if (inherited) return fn(inherited);
     const lock = await this.acquire(normalized, options);
     return runInLockScope(async () => {
-      currentLockScope()!.held.set(lockScopeKey(lock), lock);
+      currentLockScope()!.hold(lock);
       let result: T;
       try {
         result = await fn(lock);
