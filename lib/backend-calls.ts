@@ -1,7 +1,7 @@
 import { getEventListeners } from 'node:events';
 import type { AcquireRequest, LockBackend, LockGrant } from './backends/lock-backend.interface';
 import { LockBackendError, LockError, LockTimeoutError } from './errors';
-import { withDeadline } from './utils/deadline';
+import { afterMicrotask, withDeadline } from './utils/deadline';
 import { MAX_TIMER_DELAY } from './utils/clock';
 
 /**
@@ -115,7 +115,7 @@ export class BackendCalls {
       // granted: on a backend that grants a free key at once (memory), the reaction above has run by then, so an
       // uncontended acquire adds no listener (a 'close' listener on the response costs some 3 µs).
       if (!signal && !onWait) return;
-      void Promise.resolve().then(() => {
+      afterMicrotask(() => {
         if (settled) return;
         signal?.addEventListener('abort', onSignal, { once: true });
         if (signal?.aborted) onSignal();

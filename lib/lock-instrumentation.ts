@@ -25,6 +25,11 @@ export class AcquireTracing {
     private readonly holder: string,
   ) {}
 
+  /** Whether any instrumentation is added: without one (the usual case), callers skip trace() and its closure. */
+  get active(): boolean {
+    return this.list.length > 0;
+  }
+
   add(instrumentation: LockInstrumentation): () => void {
     this.list.push(instrumentation);
     return () => {

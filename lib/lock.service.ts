@@ -2,20 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Observable } from 'rxjs';
 import { BackendCalls, WaitHook } from './backend-calls';
-import type {
-  AcquireRequest,
-  BackendInspection,
-  HeldLock,
-  LockBackend,
-  LockGrant,
-} from './backends/lock-backend.interface';
-import { currentLockScope, lockScopeKey, runInLockScope } from './context/lock-context';
+import type { AcquireRequest, BackendInspection, LockBackend } from './backends/lock-backend.interface';
+import { currentLockScope, runInLockScope } from './context/lock-context';
 import { currentInScope, inheritedInScope } from './context/scope-lookup';
-import { LockNotSupportedError, LockTimeoutError } from './errors';
+import { LockNotSupportedError } from './errors';
 import type { LockEvent } from './lock-event';
-import { EventOrigin, LockEventHub } from './lock-event-hub';
+import { LockEventHub } from './lock-event-hub';
+import { LockGrants } from './lock-grants';
+import type { LockHandle } from './lock-handle';
 import { AcquireTracing, LockInstrumentation } from './lock-instrumentation';
-import { LockHandle } from './lock-handle';
 import { LockRequests } from './lock-requests';
 import {
   DEFAULT_KEY_PREFIX,
@@ -26,7 +21,6 @@ import {
   ResolvedLockOptions,
 } from './lock-options';
 import { monotonicNow } from './utils/clock';
-import { SlotList } from './utils/slot-list';
 import { jsonSafe } from './utils/json';
 import { resolveLockOptions, validateKeyPrefix, validateLockKey } from './utils/validate';
 
@@ -55,9 +49,8 @@ export class LockService {
   private readonly tracing: AcquireTracing;
   private readonly defaults: LockOptions | undefined;
   private readonly requests: LockRequests;
-  private readonly operationTimeout: number;
   private readonly calls: BackendCalls;
-  private readonly handles = new SlotList<LockHandle>();
+  private readonly grants: LockGrants;
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -78,24 +71,25 @@ export class LockService {
     this.eventHub = new LockEventHub(backend.kind, this.holderId);
     this.tracing = new AcquireTracing(backend.kind, this.holderId);
     this.events$ = this.eventHub.events$;
-    this.operationTimeout = options.operationTimeout ?? DEFAULT_OPERATION_TIMEOUT;
-    if (!(this.operationTimeout > 0) || !Number.isFinite(this.operationTimeout)) {
+    const operationTimeout = options.operationTimeout ?? DEFAULT_OPERATION_TIMEOUT;
+    if (!(operationTimeout > 0) || !Number.isFinite(operationTimeout)) {
       throw new TypeError(
         `Invalid operationTimeout ${String(options.operationTimeout)}: use a finite number of milliseconds > 0.`,
       );
     }
-    this.calls = new BackendCalls(backend, this.operationTimeout);
+    this.calls = new BackendCalls(backend, operationTimeout);
+    this.grants = new LockGrants(backend, this.calls, this.eventHub, operationTimeout);
     this.requests = new LockRequests(backend, this.keyPrefix, this.holderId, this.defaults);
   }
 
   /** Number of locks this service holds right now. */
   get heldCount(): number {
-    return this.handles.size;
+    return this.grants.size;
   }
 
   /** The locks this service holds right now (a snapshot). */
   held(): LockHandle[] {
-    return this.handles.toArray();
+    return this.grants.held();
   }
 
   /**
@@ -104,7 +98,7 @@ export class LockService {
    */
   async acquire(key: string, options?: LockOptions): Promise<LockHandle> {
     const { request, resolved } = this.prepare(key, options);
-    return this.tracing.trace('acquire', request, resolved, () => this.acquirePrepared(request, resolved));
+    return this.tracing.trace('acquire', request, resolved, () => this.grants.acquire(request, resolved));
   }
 
   /**
@@ -114,71 +108,16 @@ export class LockService {
    */
   acquireCancellable(key: string, options: LockOptions | undefined, onWait?: WaitHook): Promise<LockHandle> {
     const { request, resolved } = this.prepare(key, options);
-    return this.tracing.trace('acquire', request, resolved, () => this.acquirePrepared(request, resolved, onWait));
-  }
-
-  /** Chained rather than async: each await would be another promise on the path of every request. */
-  private acquirePrepared(
-    request: AcquireRequest,
-    resolved: ResolvedLockOptions,
-    onWait?: WaitHook,
-  ): Promise<LockHandle> {
-    const started = monotonicNow();
-    if (resolved.waitTimeout === 0) {
-      return this.tryAcquirePrepared(request, resolved, started).then(
-        (handle) => handle ?? this.timedOut(request, resolved, started, 0),
-      );
-    }
-    if (this.backend.tryBeforeWait) {
-      // The uncontended fast path: one round trip, no wait machinery.
-      return this.tryAcquirePrepared(request, resolved, started).then(
-        (handle) => handle ?? this.waitPrepared(request, resolved, started, onWait),
-      );
-    }
-    return this.waitPrepared(request, resolved, started, onWait);
-  }
-
-  /** Waits for a grant with whatever time is left; again if one arrives with no validity left. */
-  private waitPrepared(
-    request: AcquireRequest,
-    resolved: ResolvedLockOptions,
-    started: number,
-    onWait?: WaitHook,
-  ): Promise<LockHandle> {
-    const remaining = resolved.waitTimeout - (monotonicNow() - started);
-    if (remaining <= 0) return this.timedOut(request, resolved, started, resolved.waitTimeout);
-    const signal = resolved.signal;
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    return this.calls.waitForGrant(request, remaining, resolved.waitTimeout, signal, onWait).then(
-      // The grant arrived with no validity left (a very slow reply): it was released; wait again if time remains.
-      (grant) => this.adopt(request, grant, resolved, started) ?? this.waitPrepared(request, resolved, started, onWait),
-      (error: unknown) => {
-        if (error instanceof LockTimeoutError) this.emitTimeout(request, resolved, started);
-        throw error;
-      },
-    );
-  }
-
-  private timedOut(
-    request: AcquireRequest,
-    resolved: ResolvedLockOptions,
-    started: number,
-    waitTimeout: number,
-  ): Promise<never> {
-    this.emitTimeout(request, resolved, started);
-    return Promise.reject(new LockTimeoutError(request.key, waitTimeout));
-  }
-
-  private emitTimeout(request: AcquireRequest, resolved: ResolvedLockOptions, started: number): void {
-    const base = this.eventHub.base({ request, family: resolved.family, scope: currentLockScope() });
-    this.eventHub.emit({ type: 'timeout', ...base, waitTime: Math.round(monotonicNow() - started) });
+    // Every @WithLock request comes through here: no closure for trace() when nothing traces.
+    if (!this.tracing.active) return this.grants.acquire(request, resolved, onWait);
+    return this.tracing.trace('acquire', request, resolved, () => this.grants.acquire(request, resolved, onWait));
   }
 
   /** One attempt; resolves null at once when the key is busy. */
   async tryAcquire(key: string, options?: LockOptions): Promise<LockHandle | null> {
     const { request, resolved } = this.prepare(key, options);
     return this.tracing.trace('tryAcquire', request, resolved, () =>
-      this.tryAcquirePrepared(request, resolved, monotonicNow()),
+      this.grants.tryAcquire(request, resolved, monotonicNow()),
     );
   }
 
@@ -202,7 +141,7 @@ export class LockService {
     if (inherited) return fn(inherited);
     const lock = await this.acquire(normalized, options);
     return runInLockScope(async () => {
-      currentLockScope()!.held.set(lockScopeKey(lock), lock);
+      currentLockScope()!.hold(lock);
       let result: T;
       try {
         result = await fn(lock);
@@ -267,7 +206,7 @@ export class LockService {
   /** Releases every lock this service holds, then closes what the backend created itself (not your client). */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      await Promise.allSettled(this.handles.toArray().map((handle) => handle.release()));
+      await this.grants.releaseAll();
       await this.backend.close();
       this.eventHub.complete();
     })();
@@ -284,72 +223,6 @@ export class LockService {
     options: LockOptions | undefined,
   ): { request: AcquireRequest; resolved: ResolvedLockOptions } {
     return this.requests.prepare(key, options, this.closing !== undefined);
-  }
-
-  private async tryAcquirePrepared(
-    request: AcquireRequest,
-    resolved: ResolvedLockOptions,
-    started: number,
-  ): Promise<LockHandle | null> {
-    const grant = await this.calls.tryGrant(request);
-    return grant ? this.adopt(request, grant, resolved, started) : null;
-  }
-
-  private readonly forget = (ended: LockHandle): void => {
-    this.handles.delete(ended);
-  };
-
-  /** Wraps a grant in a handle, or releases it when it arrived with no validity left. */
-  private adopt(
-    request: AcquireRequest,
-    grant: LockGrant,
-    resolved: ResolvedLockOptions,
-    started: number,
-  ): LockHandle | null {
-    // Spelled out rather than spread: this runs on every grant, and a fixed shape keeps it cheap.
-    const lock: HeldLock = {
-      namespace: request.namespace,
-      key: request.key,
-      token: request.token,
-      ttl: request.ttl,
-      mode: request.mode,
-      holder: request.holder,
-      permits: request.permits,
-      lockDelay: request.lockDelay,
-      fencingToken: grant.fencingToken,
-      state: grant.state,
-    };
-    if (grant.validUntil <= monotonicNow() || this.closing) {
-      void this.backend.release(lock).catch(() => undefined);
-      return null;
-    }
-    // Nobody listens: skip events for this handle altogether.
-    const origin: EventOrigin | undefined = this.eventHub.tracksHandles()
-      ? { request, family: resolved.family, scope: currentLockScope() }
-      : undefined;
-    const handle = new LockHandle({
-      backend: this.backend,
-      lock,
-      validUntil: grant.validUntil,
-      renewInterval: resolved.renewInterval,
-      operationTimeout: this.operationTimeout,
-      maxHold: resolved.maxHold,
-      onEnd: this.forget,
-      lifecycle: origin && this.eventHub.lifecycle,
-      lifecycleContext: origin,
-    });
-    this.handles.add(handle);
-    if (origin && this.eventHub.wants('acquired')) {
-      const waitTime = Math.round(monotonicNow() - started);
-      this.eventHub.emit({
-        type: 'acquired',
-        ...this.eventHub.base(origin),
-        waitTime,
-        fencingToken: handle.fencingToken,
-        expiresAt: handle.expiresAt,
-      });
-    }
-    return handle;
   }
 
   /**

@@ -2,19 +2,18 @@ import { LockNotSupportedError } from '../errors';
 import type { LockHandle } from '../lock-handle';
 import type { LockMode } from '../lock-options';
 import { validateLockKey } from '../utils/validate';
-import { currentLockScope, scopeKey } from './lock-context';
+import { currentLockScope } from './lock-context';
 
 /** See LockService.current(): the held handle of the current call chain in `namespace`, for `key` or the innermost. */
 export function currentInScope(namespace: string, key?: string): LockHandle | undefined {
   const scope = currentLockScope();
   if (!scope) return undefined;
   if (key === undefined) {
-    const all = [...scope.held.values()].filter((handle) => handle.namespace === namespace && handle.isHeld);
+    const all = scope.handles().filter((handle) => handle.namespace === namespace && handle.isHeld);
     return all[all.length - 1];
   }
   const normalized = validateLockKey(key);
-  const handle =
-    scope.held.get(scopeKey(namespace, normalized)) ?? scope.held.get(scopeKey(namespace, normalized, true));
+  const handle = scope.find(namespace, normalized, false) ?? scope.find(namespace, normalized, true);
   return handle?.isHeld ? handle : undefined;
 }
 
@@ -27,8 +26,8 @@ export function inheritedInScope(
 ): LockHandle | undefined {
   const scope = currentLockScope();
   // A request's own scope starts empty: no key to build then.
-  if (!scope || scope.held.size === 0) return undefined;
-  const held = scope.held.get(scopeKey(namespace, key, resolved.permits !== undefined));
+  if (!scope || scope.isEmpty) return undefined;
+  const held = scope.find(namespace, key, resolved.permits !== undefined);
   if (!held?.isHeld) return undefined;
   if (held.mode === 'read' && resolved.mode !== 'read') {
     throw new LockNotSupportedError(

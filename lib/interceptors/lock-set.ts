@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { currentLockScope, lockScopeKey } from '../context/lock-context';
+import { currentLockScope } from '../context/lock-context';
 import { LOGGER_CONTEXT } from '../distributed-lock.constants';
 import type { WaitHook } from '../backend-calls';
 import type { LockHandle } from '../lock-handle';
@@ -89,7 +89,7 @@ export class LockSet {
   register(): void {
     const scope = currentLockScope();
     if (!scope) throw new Error('LockSet.register() must run inside runInLockScope().');
-    for (const handle of this.held) scope.held.set(lockScopeKey(handle), handle);
+    for (const handle of this.held) scope.hold(handle);
   }
 
   /** Aborted, with its LockLostError, as soon as any of the locks is lost. */
@@ -123,12 +123,13 @@ export class LockSet {
   }
 
   /**
-   * Releases what this set acquired, in reverse order. Idempotent and never rejects: the work is done,
-   * and a lock whose release failed expires after its ttl.
+   * Releases what this set acquired, in reverse order, then calls `after` (in the same reaction: one promise fewer
+   * than a `.then()` on top, on every request). Idempotent and never rejects, as long as `after` does not throw:
+   * the work is done, and a lock whose release failed expires after its ttl.
    */
-  release(): Promise<void> {
-    this.releasing ??= releaseAll(this.owned);
-    return this.releasing;
+  release(after?: () => void): Promise<void> {
+    if (this.releasing) return after ? this.releasing.then(after) : this.releasing;
+    return (this.releasing = releaseAll(this.owned, after));
   }
 }
 
@@ -140,20 +141,22 @@ function orderedKeys(keys: readonly string[]): string[] {
   return [...new Set(keys.map((key) => validateLockKey(key)))].sort();
 }
 
-/** In reverse order; never rejects. One handle, the common case, costs one promise here. */
-function releaseAll(handles: readonly LockHandle[]): Promise<void> {
-  if (handles.length === 0) return Promise.resolve();
-  if (handles.length === 1) return releaseQuietly(handles[0]);
-  return handles.reduceRight<Promise<void>>(
+/** In reverse order, then `after`; never rejects. One handle, the common case, costs one promise here. */
+function releaseAll(handles: readonly LockHandle[], after?: () => void): Promise<void> {
+  if (handles.length === 0) return after ? Promise.resolve().then(after) : Promise.resolve();
+  if (handles.length === 1) return releaseQuietly(handles[0], after);
+  const released = handles.reduceRight<Promise<void>>(
     (previous, handle) => previous.then(() => releaseQuietly(handle)),
     Promise.resolve(),
   );
+  return after ? released.then(after) : released;
 }
 
-function releaseQuietly(handle: LockHandle): Promise<void> {
-  return handle.release().then(undefined, (error: unknown) => {
+function releaseQuietly(handle: LockHandle, after?: () => void): Promise<void> {
+  return handle.release().then(after, (error: unknown) => {
     logger.warn(
       `Could not release lock "${handle.key}"; it expires after its ttl. ${error instanceof Error ? error.message : String(error)}`,
     );
+    after?.();
   });
 }

@@ -2,6 +2,7 @@ import { CallHandler, ExecutionContext, HttpException, Injectable, NestIntercept
 import { HttpAdapterHost, Reflector } from '@nestjs/core';
 import type { Observable } from 'rxjs';
 import type { WithLockMetadata } from '../decorators/with-lock-metadata';
+import { currentLockScope } from '../context/lock-context';
 import { WITH_LOCK_METADATA } from '../distributed-lock.constants';
 import { LockModuleMissingError, LockTimeoutError } from '../errors';
 import { contextLookup } from '../key-template/context-lookup';
@@ -14,9 +15,6 @@ import { loadOptionalPackage } from '../utils/optional-package';
 
 /** The interceptor forRoot({ lockInterceptor }) configured, per LockService (see designateLockInterceptor). */
 const designatedInterceptors = new WeakMap<LockService, LockInterceptor>();
-
-/** Calls a LockInterceptor is locking already (one ExecutionContext per call, shared by its interceptors). */
-const lockedContexts = new WeakSet<ExecutionContext>();
 
 /** @internal Makes `interceptor` answer for every LockInterceptor bound by @WithLock that uses `locks`. */
 export function designateLockInterceptor(locks: LockService, interceptor: LockInterceptor): LockInterceptor {
@@ -51,10 +49,10 @@ export class LockInterceptor implements NestInterceptor {
       context.getHandler(),
       context.getClass(),
     ]);
-    // A class-level and a method-level @WithLock both bind this interceptor: the first one to run locks the call.
-    if (!metadata || lockedContexts.has(context)) return next.handle();
+    // A class-level and a method-level @WithLock both bind this interceptor: the first one to run locks the call,
+    // and the second runs inside its lock scope (one ExecutionContext per call, shared by its interceptors).
+    if (!metadata || currentLockScope()?.locks(context)) return next.handle();
     if (!this.locks) throw new LockModuleMissingError(`${context.getClass().name}.${context.getHandler().name}`);
-    lockedContexts.add(context);
     return lockedObservable(
       this.locks,
       () => this.resolveKeys(context, metadata),
@@ -64,6 +62,7 @@ export class LockInterceptor implements NestInterceptor {
         requestId: () => this.requestIdOf(context),
         cancelWhen: this.clientLeaves(context),
         mapError: (error) => this.mapError(error, context),
+        call: context,
       },
     );
   }
@@ -106,7 +105,10 @@ export class LockInterceptor implements NestInterceptor {
     // Built on first use, so a template without placeholders also works in other context types (graphql...).
     let lookup: PlaceholderLookup | undefined;
     const lazyLookup: PlaceholderLookup = (placeholder) => (lookup ??= contextLookup(context))(placeholder);
-    return metadata.templates.map((template) => renderKeyTemplate(template, lazyLookup));
+    const { templates } = metadata;
+    // One key, the usual case: no mapping closure.
+    if (templates.length === 1) return [renderKeyTemplate(templates[0], lazyLookup)];
+    return templates.map((template) => renderKeyTemplate(template, lazyLookup));
   }
 
   /**

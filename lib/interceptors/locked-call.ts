@@ -13,6 +13,8 @@ export interface LockedCallOptions {
   readonly cancelWhen?: (cancel: (reason: Error) => void) => void;
   /** Rewrites every error the Observable forwards (the interceptor's HTTP / RPC / WS mapping). */
   readonly mapError?: (error: unknown) => unknown;
+  /** The Nest ExecutionContext being locked, so that a second LockInterceptor on it passes (LockScope.locks()). */
+  readonly call?: object;
 }
 
 /**
@@ -28,7 +30,7 @@ export function lockedObservable<T>(
   resolveKeys: () => readonly string[],
   options: LockOptions,
   work: (locks: LockSet) => Observable<T>,
-  { requestId, cancelWhen, mapError }: LockedCallOptions = {},
+  { requestId, cancelWhen, mapError, call }: LockedCallOptions = {},
 ): Observable<T> {
   return new Observable<T>((subscriber) => {
     let locks: LockSet | undefined;
@@ -51,7 +53,7 @@ export function lockedObservable<T>(
       if (done) return;
       done = true;
       stopWatching?.();
-      void held.release().then(forward);
+      void held.release(forward);
     };
     // A subscriber that leaves while still queued (client disconnect) cancels the wait. `cancelWhen` is set up
     // only when a key has to be waited for, and once for all the keys of the call.
@@ -95,20 +97,24 @@ export function lockedObservable<T>(
       });
     };
     // One lock scope for the acquisition and the work (one AsyncLocalStorage run per call).
-    runInLockScope(() => {
-      let acquisition: Promise<LockSet>;
-      try {
-        acquisition = LockSet.acquire(service, resolveKeys(), options, onWait);
-      } catch (error) {
-        acquiring = false;
-        fail(error);
-        return;
-      }
-      acquisition.then(run, (error: unknown) => {
-        acquiring = false;
-        fail(error);
-      });
-    }, requestId);
+    runInLockScope(
+      () => {
+        let acquisition: Promise<LockSet>;
+        try {
+          acquisition = LockSet.acquire(service, resolveKeys(), options, onWait);
+        } catch (error) {
+          acquiring = false;
+          fail(error);
+          return;
+        }
+        acquisition.then(run, (error: unknown) => {
+          acquiring = false;
+          fail(error);
+        });
+      },
+      requestId,
+      call,
+    );
     return () => {
       left = true;
       if (acquiring) abortWait?.(leftWhileWaiting());

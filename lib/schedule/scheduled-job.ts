@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { raceAbort } from '../backends/shared/abort';
-import { currentLockScope, lockScopeKey, runInLockScope } from '../context/lock-context';
+import { currentLockScope, runInLockScope } from '../context/lock-context';
 import { LOGGER_CONTEXT } from '../distributed-lock.constants';
 import { LockServiceClosedError } from '../errors';
 import { LEAVE_TO_EXPIRE, LockHandle } from '../lock-handle';
@@ -89,7 +89,7 @@ export class ScheduledJob {
       }
       const grantedAt = monotonicNow();
       const scope = currentLockScope()!;
-      scope.held.set(lockScopeKey(handle), handle);
+      scope.hold(handle);
       scope.handlerLockSet = { handles: new Map([[handle.key, handle]]) };
       const lost = handle.signal;
       try {

@@ -1,12 +1,12 @@
 import { LIST_SLOT } from '../utils/slot-list';
 import { RenewalScheduler, ScheduledRenewal } from './renewal-scheduler';
 
-/** Renewable's methods are symbols, so the handle that implements them keeps them out of its public API. */
+/** Renewable's methods are symbols, so that they stay out of view on the object that implements them. */
 export const RENEW = Symbol('Renewable.renew');
 export const VALIDITY_LEFT = Symbol('Renewable.validityLeft');
 
 /**
- * What the watchdog keeps alive: one renewal attempt at a time, and how much validity is left. A LockHandle is
+ * What the watchdog keeps alive: one renewal attempt at a time, and how much validity is left. A LockKeeper is
  * its own Renewable: an adapter object and two closures per grant would be garbage on every lock.
  */
 export interface Renewable {
