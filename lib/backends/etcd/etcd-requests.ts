@@ -1,4 +1,4 @@
-import type { ICompare, IRangeRequest, IRequestOp, ITxnRequest } from 'etcd3';
+import type { ICompare, IRangeRequest, IRequestOp, ITxnRequest, ITxnResponse } from 'etcd3';
 import { prefixRangeEnd } from './etcd-key-layout';
 
 /*
@@ -69,9 +69,14 @@ export function lastCreatedBefore(range: KeyRange, createRevision: bigint): IReq
   };
 }
 
-/** The `limit` contenders in `range` created last, newest first (Go's `WithLastCreate()`). */
-export function lastCreated(range: KeyRange, limit: number): IRequestOp {
-  return { request_range: { ...range, sort_target: SORT_BY_CREATE, sort_order: SORT_DESCEND, limit, keys_only: true } };
+/** How many keys `range` holds: etcd counts them in its index, reading and returning none. */
+export function countRange(range: KeyRange): IRequestOp {
+  return { request_range: { ...range, count_only: true } };
+}
+
+/** The count a txn's `index`-th operation (a countRange) read; Infinity if it did not run, so nobody holds on it. */
+export function rangeCount(response: ITxnResponse, index: number): number {
+  return Number(response.responses[index]?.response_range?.count ?? Infinity);
 }
 
 /** Succeeds only while our key exists, created at our revision, on the given lease. */
