@@ -113,16 +113,17 @@ export class EtcdAcquisition {
   private async join(): Promise<Queued> {
     for (let attempt = 1; ; attempt++) {
       const seconds = leaseSecondsFor(this.request.ttl, this.request.lockDelay);
-      const keyFor = (leaseId: string) => this.rules.keyFor(leaseId);
       if (this.abort.aborted) throw this.abort.reason;
       // A session whose lease is known seats us at once; only a new session's grant is a call to wait for.
-      const seat = this.sessions.seatNow(seconds, keyFor) ?? (await this.seatOnNewSession(seconds, keyFor));
+      const seat =
+        this.sessions.seatNow(seconds, this.rules.keyFor) ?? (await this.seatOnNewSession(seconds, this.rules.keyFor));
       const put = this.etcd.enqueue(this.rules, seat.key, this.value ?? contenderValue(this.request), seat.leaseId);
-      const entry: QueueEntry = { ...seat, put };
+      const entry: QueueEntry = { session: seat.session, leaseId: seat.leaseId, key: seat.key, put };
       this.entry = entry;
       try {
         // Beside the put, not after it: the grant's validity counts from the session's last keepalive.
-        const [queued] = await this.abort.call(Promise.all([put, seat.session.ensureFresh()]));
+        const refreshing = seat.session.ensureFresh();
+        const queued = await this.abort.call(refreshing ? Promise.all([put, refreshing]).then(([done]) => done) : put);
         entry.createRevision = queued.createRevision;
         return Object.assign(entry, {
           createRevision: queued.createRevision,

@@ -19,7 +19,7 @@ export interface QueueRules {
   /** The range every contender of this lock (or semaphore) lives in. */
   readonly prefix: string;
   /** Our contender key on the lease `leaseId`. */
-  keyFor(leaseId: string): string;
+  readonly keyFor: (leaseId: string) => string;
   /** Puts our key and, in the same revision, reads what blocks it (every other key there is older than ours). */
   enqueueTxn(key: string, token: string, leaseId: string): ITxnRequest;
   /**

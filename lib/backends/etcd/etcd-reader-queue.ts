@@ -15,11 +15,12 @@ import { nearestKey } from './etcd-writer-queue';
 export function readerQueue(namespace: string, key: string): QueueRules {
   const prefix = lockPrefix(namespace, key);
   const writers = writerRanges(prefix);
+  const countWriters = writers.map(countRange);
   return {
     prefix,
     keyFor: (leaseId) => readerKey(prefix, leaseId),
     // Every key there at our put was created before us: we hold at once if none of them is a writer.
-    enqueueTxn: (own, token, leaseId) => enqueueTxn(own, token, leaseId, writers.map(countRange)),
+    enqueueTxn: (own, token, leaseId) => enqueueTxn(own, token, leaseId, countWriters),
     holdsAtOnce: (response) => writers.every((_, index) => rangeCount(response, index + 1) === 0),
     inspectTxn: (own, createRevision) =>
       inspectTxn(

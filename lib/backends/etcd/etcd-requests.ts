@@ -35,12 +35,13 @@ export function prefixRange(prefix: string): KeyRange {
  * ago, so it cannot), and runs `reads` in the same revision: each queue kind reads what tells it whether
  * it holds at once. The put comes first, so the txn's revision is our key's create revision.
  */
-export function enqueueTxn(key: string, token: string, leaseId: string, reads: IRequestOp[]): ITxnRequest {
+export function enqueueTxn(key: string, token: string, leaseId: string, reads: readonly IRequestOp[]): ITxnRequest {
+  const own = bytes(key); // one buffer for the three uses: this runs on every acquire
   return {
-    compare: [createRevisionIs(key, 0)],
-    success: [{ request_put: { key: bytes(key), value: bytes(token), lease: leaseId } }, ...reads],
+    compare: [{ key: own, target: TARGET_CREATE, result: COMPARE_EQUAL, create_revision: '0' }],
+    success: [{ request_put: { key: own, value: bytes(token), lease: leaseId } }, ...reads],
     // The key exists: etcd3 retried this txn after an attempt whose answer was lost had put it. Read it.
-    failure: [{ request_range: { key: bytes(key), keys_only: true } }],
+    failure: [{ request_range: { key: own, keys_only: true } }],
   };
 }
 

@@ -17,11 +17,12 @@ import { countRange, enqueueTxn, inspectTxn, prefixRange, rangeCount } from './e
 export function semaphoreQueue(namespace: string, key: string, permits: number): QueueRules {
   const prefix = semaphorePrefix(namespace, key);
   const everyone = prefixRange(prefix);
+  const countEveryone = [countRange(everyone)];
   return {
     prefix,
     keyFor: (leaseId) => contenderKey(prefix, leaseId),
     // All keys there at our put are earlier ones; the count includes ours.
-    enqueueTxn: (own, token, leaseId) => enqueueTxn(own, token, leaseId, [countRange(everyone)]),
+    enqueueTxn: (own, token, leaseId) => enqueueTxn(own, token, leaseId, countEveryone),
     holdsAtOnce: (response) => rangeCount(response, 1) - 1 < permits,
     // Not count_only: the server counts a range before it applies max_create_revision, so the keys are needed.
     inspectTxn: (own, createRevision) =>

@@ -11,11 +11,12 @@ import { countRange, enqueueTxn, inspectTxn, lastCreatedBefore, prefixRange, ran
 export function writerQueue(namespace: string, key: string): QueueRules {
   const prefix = lockPrefix(namespace, key);
   const everyone = prefixRange(prefix);
+  const countEveryone = [countRange(everyone)];
   return {
     prefix,
     keyFor: (leaseId) => contenderKey(prefix, leaseId),
     // Ours is the newest key: we hold if it is alone (the count includes it).
-    enqueueTxn: (own, token, leaseId) => enqueueTxn(own, token, leaseId, [countRange(everyone)]),
+    enqueueTxn: (own, token, leaseId) => enqueueTxn(own, token, leaseId, countEveryone),
     holdsAtOnce: (response) => rangeCount(response, 1) === 1,
     inspectTxn: (own, createRevision) => inspectTxn(own, createRevision, [lastCreatedBefore(everyone, createRevision)]),
     blocker: (response, own) => nearestKey(response, own),
