@@ -156,3 +156,37 @@ export const oursRedisBackendOnly: AdapterSpec = {
     } satisfies LockAdapter<BackendHandle>;
   },
 };
+
+/**
+ * Our etcd backend called directly (acquire with a signal that never aborts, as LockService calls it, + release),
+ * without LockService, LockHandle and watchdog: the gap to the LockService row is the core's cost, the gap to
+ * the kept-lease limit the backend's (issue 18).
+ */
+export const oursEtcdBackendOnly: AdapterSpec = {
+  name: 'ours: EtcdLockBackend only (no core)',
+  store: 'etcd',
+  role: 'diagnostic',
+  waiting: 'does not wait (uncontended only)',
+  waits: false,
+  renews: false,
+  async create(env: BenchEnv, options: AdapterOptions) {
+    const client = new Etcd3({ hosts: env.etcdEndpoint });
+    const backend = new EtcdLockBackend({ client });
+    const never = new AbortController().signal;
+    return {
+      name: this.name,
+      async acquire(key: string): Promise<BackendHandle & { state: unknown }> {
+        const request = { namespace: 'bench', key, token: randomUUID(), ttl: options.ttl };
+        const grant = await backend.acquire(request, never);
+        return { ...request, fencingToken: grant.fencingToken, state: grant.state };
+      },
+      async release(handle: BackendHandle & { state: unknown }): Promise<void> {
+        await backend.release(handle);
+      },
+      async close(): Promise<void> {
+        await backend.close();
+        client.close();
+      },
+    } satisfies LockAdapter<BackendHandle & { state: unknown }>;
+  },
+};

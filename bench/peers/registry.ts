@@ -2,6 +2,7 @@ import type { AdapterSpec } from './adapter';
 import { etcd3Lock } from './etcd3-lock';
 import {
   oursEtcd,
+  oursEtcdBackendOnly,
   oursRedis,
   oursRedisBackendOnly,
   oursRedisFifo,
@@ -25,6 +26,7 @@ export const ADAPTERS: readonly AdapterSpec[] = [
   redlockUniversal,
   rawRedis,
   oursEtcd,
+  oursEtcdBackendOnly,
   etcd3Lock,
   rawEtcd,
   rawEtcdSession,

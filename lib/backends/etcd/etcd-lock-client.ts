@@ -20,8 +20,6 @@ export interface Enqueued {
   readonly createRevision: bigint;
   /** Whether we hold at once, read in the same revision as our put; undefined when a retry found our key already put. */
   readonly holds: boolean | undefined;
-  /** When we do not hold: what blocks us, read in the revision of our put (`createRevision`). */
-  readonly blocker?: WaitTarget;
 }
 
 export type Inspection =
@@ -72,8 +70,7 @@ export class EtcdLockClient {
     const response = await this.client.kv.txn(rules.enqueueTxn(key, token, leaseId));
     if (response.succeeded) {
       const createRevision = BigInt(response.header.revision);
-      const blocker = rules.blockerAtOnce(response, key, createRevision);
-      return { createRevision, holds: blocker === undefined, ...(blocker && { blocker }) };
+      return { createRevision, holds: rules.holdsAtOnce(response) };
     }
     // The key embeds a lease id granted a moment ago: if it exists on that lease, an earlier attempt of this
     // very txn put it (etcd3 retries a call whose answer was lost).

@@ -19,14 +19,15 @@ export interface QueueRules {
   /** The range every contender of this lock (or semaphore) lives in. */
   readonly prefix: string;
   /** Our contender key on the lease `leaseId`. */
-  keyFor(leaseId: string): string;
+  readonly keyFor: (leaseId: string) => string;
   /** Puts our key and, in the same revision, reads what blocks it (every other key there is older than ours). */
   enqueueTxn(key: string, token: string, leaseId: string): ITxnRequest;
   /**
-   * From the enqueue txn's response: what we wait for, or undefined when we hold at once. Our key's create
-   * revision is the txn's revision, so a waiter can watch from the next one without reading again.
+   * From the enqueue txn's response: whether we hold at once. Only that: a waiter reads who blocks it anyway
+   * before it watches (EtcdAcquisition), so the enqueue txn's reads may be counts, which etcd answers from its
+   * index alone (no sort, no key returned): the uncontended acquire pays for nothing it does not use.
    */
-  blockerAtOnce(response: ITxnResponse, key: string, createRevision: bigint): WaitTarget | undefined;
+  holdsAtOnce(response: ITxnResponse): boolean;
   /** Compares our key's create revision and, in the same revision, reads who is ahead of us. */
   inspectTxn(key: string, createRevision: bigint): ITxnRequest;
   /** From a succeeded inspect txn: what we wait for, or undefined when we hold now. */

@@ -1,7 +1,6 @@
-import type { ITxnResponse } from 'etcd3';
 import { lockPrefix, prefixRangeEnd, READER_MARK, readerKey } from './etcd-key-layout';
 import type { QueueRules } from './etcd-queue-rules';
-import { bytes, enqueueTxn, inspectTxn, KeyRange, lastCreated, lastCreatedBefore } from './etcd-requests';
+import { bytes, countRange, enqueueTxn, inspectTxn, KeyRange, lastCreatedBefore, rangeCount } from './etcd-requests';
 import { nearestKey } from './etcd-writer-queue';
 
 /**
@@ -16,18 +15,13 @@ import { nearestKey } from './etcd-writer-queue';
 export function readerQueue(namespace: string, key: string): QueueRules {
   const prefix = lockPrefix(namespace, key);
   const writers = writerRanges(prefix);
+  const countWriters = writers.map(countRange);
   return {
     prefix,
     keyFor: (leaseId) => readerKey(prefix, leaseId),
-    // Every key there at our put was created before us: the newest writer among them blocks us.
-    enqueueTxn: (own, token, leaseId) =>
-      enqueueTxn(
-        own,
-        token,
-        leaseId,
-        writers.map((range) => lastCreated(range, 1)),
-      ),
-    blockerAtOnce: (response: ITxnResponse, own) => nearestKey(response, own),
+    // Every key there at our put was created before us: we hold at once if none of them is a writer.
+    enqueueTxn: (own, token, leaseId) => enqueueTxn(own, token, leaseId, countWriters),
+    holdsAtOnce: (response) => writers.every((_, index) => rangeCount(response, index + 1) === 0),
     inspectTxn: (own, createRevision) =>
       inspectTxn(
         own,

@@ -1,4 +1,4 @@
-import type { ICompare, IRangeRequest, IRequestOp, ITxnRequest } from 'etcd3';
+import type { ICompare, IRangeRequest, IRequestOp, ITxnRequest, ITxnResponse } from 'etcd3';
 import { prefixRangeEnd } from './etcd-key-layout';
 
 /*
@@ -35,12 +35,13 @@ export function prefixRange(prefix: string): KeyRange {
  * ago, so it cannot), and runs `reads` in the same revision: each queue kind reads what tells it whether
  * it holds at once. The put comes first, so the txn's revision is our key's create revision.
  */
-export function enqueueTxn(key: string, token: string, leaseId: string, reads: IRequestOp[]): ITxnRequest {
+export function enqueueTxn(key: string, token: string, leaseId: string, reads: readonly IRequestOp[]): ITxnRequest {
+  const own = bytes(key); // one buffer for the three uses: this runs on every acquire
   return {
-    compare: [createRevisionIs(key, 0)],
-    success: [{ request_put: { key: bytes(key), value: bytes(token), lease: leaseId } }, ...reads],
+    compare: [{ key: own, target: TARGET_CREATE, result: COMPARE_EQUAL, create_revision: '0' }],
+    success: [{ request_put: { key: own, value: bytes(token), lease: leaseId } }, ...reads],
     // The key exists: etcd3 retried this txn after an attempt whose answer was lost had put it. Read it.
-    failure: [{ request_range: { key: bytes(key), keys_only: true } }],
+    failure: [{ request_range: { key: own, keys_only: true } }],
   };
 }
 
@@ -69,9 +70,14 @@ export function lastCreatedBefore(range: KeyRange, createRevision: bigint): IReq
   };
 }
 
-/** The `limit` contenders in `range` created last, newest first (Go's `WithLastCreate()`). */
-export function lastCreated(range: KeyRange, limit: number): IRequestOp {
-  return { request_range: { ...range, sort_target: SORT_BY_CREATE, sort_order: SORT_DESCEND, limit, keys_only: true } };
+/** How many keys `range` holds: etcd counts them in its index, reading and returning none. */
+export function countRange(range: KeyRange): IRequestOp {
+  return { request_range: { ...range, count_only: true } };
+}
+
+/** The count a txn's `index`-th operation (a countRange) read; Infinity if it did not run, so nobody holds on it. */
+export function rangeCount(response: ITxnResponse, index: number): number {
+  return Number(response.responses[index]?.response_range?.count ?? Infinity);
 }
 
 /** Succeeds only while our key exists, created at our revision, on the given lease. */

@@ -1,7 +1,6 @@
-import type { ITxnResponse } from 'etcd3';
 import { contenderKey, semaphorePrefix } from './etcd-key-layout';
 import type { QueueRules, WaitTarget } from './etcd-queue-rules';
-import { enqueueTxn, inspectTxn, prefixRange } from './etcd-requests';
+import { countRange, enqueueTxn, inspectTxn, prefixRange, rangeCount } from './etcd-requests';
 
 /**
  * Counting semaphores: each holder or waiter is `<ns>/%semaphore/<enc(key)>/<lease hex>` on its own lease,
@@ -18,16 +17,13 @@ import { enqueueTxn, inspectTxn, prefixRange } from './etcd-requests';
 export function semaphoreQueue(namespace: string, key: string, permits: number): QueueRules {
   const prefix = semaphorePrefix(namespace, key);
   const everyone = prefixRange(prefix);
+  const countEveryone = [countRange(everyone)];
   return {
     prefix,
     keyFor: (leaseId) => contenderKey(prefix, leaseId),
     // All keys there at our put are earlier ones; the count includes ours.
-    enqueueTxn: (own, token, leaseId) =>
-      enqueueTxn(own, token, leaseId, [{ request_range: { ...everyone, count_only: true } }]),
-    blockerAtOnce: (response: ITxnResponse, _own, createRevision) => {
-      const earlier = Number(response.responses[1]?.response_range?.count ?? Infinity) - 1;
-      return earlierBlocker(prefix, createRevision, earlier, permits);
-    },
+    enqueueTxn: (own, token, leaseId) => enqueueTxn(own, token, leaseId, countEveryone),
+    holdsAtOnce: (response) => rangeCount(response, 1) - 1 < permits,
     // Not count_only: the server counts a range before it applies max_create_revision, so the keys are needed.
     inspectTxn: (own, createRevision) =>
       inspectTxn(own, createRevision, [

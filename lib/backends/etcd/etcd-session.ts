@@ -83,11 +83,11 @@ export class EtcdSession {
 
   /**
    * A keepalive if the last one is older than half a period (the timer runs late on a busy event loop), so a
-   * grant that follows counts its validity from a recent one. Resolves at once when the session is fresh;
-   * never rejects (a failed keepalive leaves the validity where it was, which is always safe).
+   * grant that follows counts its validity from a recent one. Undefined when the session is fresh (nothing to
+   * wait for); never rejects (a failed keepalive leaves the validity where it was, which is always safe).
    */
-  ensureFresh(): Promise<unknown> {
-    if (monotonicNow() - this.aliveSince <= this.periodMs / 2) return Promise.resolve();
+  ensureFresh(): Promise<unknown> | undefined {
+    if (monotonicNow() - this.aliveSince <= this.periodMs / 2) return undefined;
     return this.refresh().catch(() => undefined);
   }
 

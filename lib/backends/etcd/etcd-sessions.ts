@@ -28,6 +28,19 @@ export class EtcdSessions implements SessionOwner {
     return this.byLease.get(leaseId);
   }
 
+  /**
+   * join() without a wait, for the usual case: the session join() would try first already has its lease.
+   * Undefined when it would have to wait (a grant in flight, or a new session).
+   */
+  seatNow(ttlSeconds: number, keyFor: (leaseId: string) => string): Seat | undefined {
+    const session = this.byTtl.get(ttlSeconds)?.find((candidate) => !candidate.lost && !candidate.closedForJoins);
+    if (session?.leaseId === undefined) return undefined;
+    const key = keyFor(session.leaseId);
+    if (session.names.has(key)) return undefined;
+    session.names.add(key);
+    return { session, leaseId: session.leaseId, key };
+  }
+
   /** A seat for the key `keyFor(lease id)` on a session of `ttlSeconds`. Give it back with session.leave(key). */
   async join(ttlSeconds: number, keyFor: (leaseId: string) => string): Promise<Seat> {
     const tried = new Set<EtcdSession>();

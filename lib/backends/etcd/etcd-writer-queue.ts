@@ -1,7 +1,7 @@
 import type { ITxnResponse } from 'etcd3';
 import { contenderKey, lockPrefix } from './etcd-key-layout';
 import type { QueueRules, WaitTarget } from './etcd-queue-rules';
-import { enqueueTxn, inspectTxn, lastCreated, lastCreatedBefore, prefixRange } from './etcd-requests';
+import { countRange, enqueueTxn, inspectTxn, lastCreatedBefore, prefixRange, rangeCount } from './etcd-requests';
 
 /**
  * Exclusive and write locks, exactly Go's concurrency.Mutex: the key is `<prefix><lease hex>`, the lowest
@@ -11,12 +11,13 @@ import { enqueueTxn, inspectTxn, lastCreated, lastCreatedBefore, prefixRange } f
 export function writerQueue(namespace: string, key: string): QueueRules {
   const prefix = lockPrefix(namespace, key);
   const everyone = prefixRange(prefix);
+  const countEveryone = [countRange(everyone)];
   return {
     prefix,
     keyFor: (leaseId) => contenderKey(prefix, leaseId),
-    // Ours is the newest key: we hold if it is alone, else the one created just before it is our predecessor.
-    enqueueTxn: (own, token, leaseId) => enqueueTxn(own, token, leaseId, [lastCreated(everyone, 2)]),
-    blockerAtOnce: (response, own) => nearestKey(response, own),
+    // Ours is the newest key: we hold if it is alone (the count includes it).
+    enqueueTxn: (own, token, leaseId) => enqueueTxn(own, token, leaseId, countEveryone),
+    holdsAtOnce: (response) => rangeCount(response, 1) === 1,
     inspectTxn: (own, createRevision) => inspectTxn(own, createRevision, [lastCreatedBefore(everyone, createRevision)]),
     blocker: (response, own) => nearestKey(response, own),
   };
@@ -26,7 +27,7 @@ export function writerQueue(namespace: string, key: string): QueueRules {
 export function nearestKey(response: ITxnResponse, own: string): WaitTarget | undefined {
   let nearest: { key: string; revision: bigint } | undefined;
   for (const op of response.responses) {
-    // Every key each range returned: the enqueue txn's range holds our own key first (newest first).
+    // Every key each range returned (the inspect txn reads only keys created before ours).
     for (const kv of op.response_range?.kvs ?? []) {
       const key = kv.key.toString('utf8');
       // max_create_revision = 0 would mean "no bound"; never mistake our own key for someone ahead of us.
