@@ -53,7 +53,7 @@ end
 if free then
   put_member(readers, token, now + ttl)
   if position then leave_queue(queue, expiry, entry) end
-  return {1, next_fence(fence, ttl, tonumber(ARGV[5]))}
+  return {1, next_fence(fence, ttl, ttl + tonumber(ARGV[5]))}
 end
 if join == 'queue' then join_queue(queue, expiry, entry, now, waiter_ttl) end
 -- A waiter behind a writer: that writer's release must publish.

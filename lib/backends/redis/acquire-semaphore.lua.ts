@@ -39,7 +39,7 @@ end
 if free > 0 then
   put_member(holders, token, now + ttl)
   if position then leave_queue(queue, expiry, entry) end
-  return {1, next_fence(fence, ttl, tonumber(ARGV[6]))}
+  return {1, next_fence(fence, ttl, ttl + tonumber(ARGV[6]))}
 end
 if join == 'queue' then join_queue(queue, expiry, entry, now, waiter_ttl) end
 return {0, wait_hint}

@@ -11,13 +11,15 @@ import { RedisScript } from './redis-script';
 
 /**
  * Exclusive (= write) lock.
- * KEYS: [1] lock, [2] fence, [3] readers, [4] writers-waiting, [5] queue, [6] queue expiry.
- * ARGV: [1] owner token, [2] ttl ms (the PX), [3] how a busy caller waits: '' (it does not), 'intent' (register
- *       in writers-waiting, which holds new readers back), 'queue' (FIFO entry 'w' .. token, woken by a message)
+ * KEYS: [1] lock, [2] fence, [3] readers, [4] queue, [5] queue expiry, [6] writers-waiting ('intent' only).
+ * ARGV: [1] owner token, [2] ttl ms (the PX), [3] how long in ms the fencing counter lives after a grant from
+ *       the clock: the ttl plus its retention (next_fence's `lives`, see LUA_NEXT_FENCE), [4] how a busy caller waits: absent or '' (it does not), 'intent' (register in
+ *       writers-waiting, which holds new readers back), 'queue' (FIFO entry 'w' .. token, woken by a message)
  *       or 'handoff' (FIFO entry 'g' .. token .. ' ' .. px .. ' ' .. ARGV[6]: a release grants it the lock,
- *       see LUA_HANDOFF), [4] waiter ttl ms, [5] how long in ms the fencing counter outlives the ttl (see
- *       LUA_NEXT_FENCE), [6] handoff only: '<check> <grant channel>' (see LUA_HANDOFF).
- * Returns {1, fencingToken} when granted, {0, ms until something may change (-1: unknown), server ms} when busy.
+ *       see LUA_HANDOFF), [5] waiter ttl ms, [6] handoff only: '<check> <grant channel>' (see LUA_HANDOFF).
+ *       A try (tryAcquire, and LockService's first attempt) sends only what it reads: KEYS 1-5, ARGV 1-3.
+ * Returns the fencing token (a string) when granted, {0, ms until something may change (-1: unknown),
+ * server ms} when busy.
  *
  * A 'handoff' waiter that finds the lock already its own was granted it by a release whose message it has
  * not seen (lost on a reconnect, or still on its way): it gets the grant again, with its ttl from now and a
@@ -32,17 +34,17 @@ export const ACQUIRE_SCRIPT = new RedisScript(
   lua(
     LUA_NEXT_FENCE,
     `
-local lock, fence, readers, waiting, queue, expiry = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local token, ttl, join = ARGV[1], ARGV[2], ARGV[3]
+local lock, fence, readers, queue = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local token, ttl, join = ARGV[1], ARGV[2], ARGV[4] or ''
 
 if redis.call('EXISTS', lock, readers, queue) == 0 then
   if join == '' then
     redis.call('SET', lock, token, 'PX', ttl)
   else
     redis.call('SET', lock, token .. '${WAITED_SUFFIX}', 'PX', ttl)
-    if join == 'intent' then redis.call('ZREM', waiting, token) end
+    if join == 'intent' then redis.call('ZREM', KEYS[6], token) end
   end
-  return {1, next_fence(fence, tonumber(ttl), tonumber(ARGV[5]))}
+  return next_fence(fence, ttl, ARGV[3])
 end
 -- A try (it does not wait) at a held lock: nothing to register, no queue to look at.
 if join == '' then
@@ -55,7 +57,7 @@ end
     LUA_QUEUE,
     LUA_MARK_WAITED,
     `
-local waiter_ttl = tonumber(ARGV[4])
+local expiry, waiting, waiter_ttl = KEYS[5], KEYS[6], tonumber(ARGV[5])
 local _, now = server_time()
 local queued = join == 'queue' or join == 'handoff'
 local entry = 'w' .. token
@@ -65,7 +67,7 @@ if join == 'handoff' and wait_hint ~= -2 then
   local value = redis.call('GET', lock)
   if value == token or value == token .. '${WAITED_SUFFIX}' then
     redis.call('PEXPIRE', lock, ttl)
-    return {1, next_fence(fence, tonumber(ttl), tonumber(ARGV[5]))}
+    return next_fence(fence, ttl, ARGV[3])
   end
 end
 local free = wait_hint == -2
@@ -88,7 +90,7 @@ if free then
   redis.call('SET', lock, value, 'PX', ttl)
   if queued then leave_queue(queue, expiry, entry) end
   if join == 'intent' then redis.call('ZREM', waiting, token) end
-  return {1, next_fence(fence, tonumber(ttl), tonumber(ARGV[5]))}
+  return next_fence(fence, ttl, ARGV[3])
 end
 if queued then join_queue(queue, expiry, entry, now, waiter_ttl) end
 if join == 'intent' then put_member(waiting, token, now + waiter_ttl) end
@@ -106,8 +108,13 @@ export type AcquireReply =
    */
   | { readonly granted: false; readonly retryIn: number; readonly serverTime?: number };
 
-/** Parses any acquire script's reply; `undefined` when it has another shape (a foreign script under our sha?). */
+/**
+ * Parses any acquire script's reply; `undefined` when it has another shape (a foreign script under our sha?).
+ * ACQUIRE_SCRIPT answers a grant with the bare token (no table to build and send on the hot path); the other
+ * acquire scripts, and Redlock's, with {1, token}.
+ */
 export function parseAcquireReply(reply: unknown): AcquireReply | undefined {
+  if (typeof reply === 'string') return isDecimal(reply) ? { granted: true, fencingToken: BigInt(reply) } : undefined;
   if (!Array.isArray(reply) || reply.length < 2 || reply.length > 3) return undefined;
   const [granted, value, serverTime] = reply as unknown[];
   if (granted === 1 && reply.length === 2 && typeof value === 'string' && isDecimal(value)) {

@@ -122,19 +122,31 @@ export function acquireCall(
     };
   }
   const keys = redisLockKeys(request.namespace, request.key);
+  if (kind === 'read') {
+    return {
+      script: ACQUIRE_READ_SCRIPT,
+      keys: [keys.lock, keys.fence, keys.readers, keys.writersWaiting, keys.queue, keys.queueExpiry],
+      args: [request.token, serverTtl(request.ttl, request), join, waiterTtl, fenceRetention],
+      tag: keys.tag,
+    };
+  }
+  const px = grantPx(request);
+  // A try sends only the keys and arguments the script reads then: each one costs on both ends (issue 18).
+  if (join === '') {
+    return {
+      script: ACQUIRE_SCRIPT,
+      keys: [keys.lock, keys.fence, keys.readers, keys.queue, keys.queueExpiry],
+      args: [request.token, px, px + fenceRetention],
+      tag: keys.tag,
+    };
+  }
   return {
-    script: kind === 'read' ? ACQUIRE_READ_SCRIPT : ACQUIRE_SCRIPT,
-    keys: [keys.lock, keys.fence, keys.readers, keys.writersWaiting, keys.queue, keys.queueExpiry],
+    script: ACQUIRE_SCRIPT,
+    keys: [keys.lock, keys.fence, keys.readers, keys.queue, keys.queueExpiry, keys.writersWaiting],
     args:
       join === 'handoff'
-        ? [request.token, grantPx(request), join, waiterTtl, fenceRetention, handoffSuffix(handoff)]
-        : [
-            request.token,
-            kind === 'read' ? serverTtl(request.ttl, request) : grantPx(request),
-            join,
-            waiterTtl,
-            fenceRetention,
-          ],
+        ? [request.token, px, px + fenceRetention, join, waiterTtl, handoffSuffix(handoff)]
+        : [request.token, px, px + fenceRetention, join, waiterTtl],
     tag: keys.tag,
   };
 }
@@ -187,15 +199,16 @@ export function releaseCall(
       tag: keys.tag,
     };
   }
-  // Without queues the script reads only the lock key: fewer keys and arguments are a measurable share of its cost.
+  // Without queues the script gets only the lock key and the token: fewer keys and arguments are a measurable
+  // share of its cost. It derives the release channel from the lock key (a channel is no key, see redis-keys.ts).
   return fifo
     ? {
         script: RELEASE_SCRIPT,
         keys: [keys.lock, keys.queue, keys.queueExpiry, keys.fence],
-        args: [token, keys.channel, queues, fenceRetention],
+        args: [token, fenceRetention],
         tag: keys.tag,
       }
-    : { script: RELEASE_SCRIPT, keys: [keys.lock], args: [token, keys.channel], tag: keys.tag };
+    : { script: RELEASE_SCRIPT, keys: [keys.lock], args: [token], tag: keys.tag };
 }
 
 /**

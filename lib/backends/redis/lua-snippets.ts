@@ -23,7 +23,9 @@ end
  *
  * The counter expires, so nothing stays behind per lock name (a service that locks per order id would
  * otherwise grow Redis without bound): at max(now + ttl, the counter's own time) + `retain` ms, an absolute
- * time (PXAT), so a replica or a restarted server drops it at the same point of its own clock. Once it is
+ * time (PXAT), so a replica or a restarted server drops it at the same point of its own clock. Callers pass
+ * `lives` = ttl + retain (the acquire script gets it ready-made from the client: one number less to parse
+ * per grant); `retain` is `lives - ttl`, needed only when the counter is ahead of the clock. Once it is
  * gone, that clock is past the counter by at least `retain` ms, so the clock alone gives a larger token than
  * every one handed out before. The lock itself lives as long as it is renewed; the counter need not: every
  * token after the lock's end comes from a clock that is past the counter anyway (docs: fencing on Redis).
@@ -31,26 +33,33 @@ end
  * `SET ... GET PXAT` writes the clock, its expiry and returns the old value in one command (Redis >= 6.2);
  * it only has to be corrected when the counter was ahead of the clock (several grants in one microsecond, or
  * a counter raised by Redlock from a faster clock). Older servers answer it with a syntax error: then GET and
- * SET PX. The clock's token is built as text (string.format on every call costs more than the rest of this),
- * and compared as numbers (whatever the counter holds, e.g. after manual edits). Microseconds since 1970 stay
- * below 2^53 until the year 2255, so Lua's doubles hold them and the rare `+ 1` exactly. The token travels as
- * a string because Redis truncates Lua numbers in replies to integers.
+ * SET PX. This runs on every grant, so it does as little Lua as it can (issue 18): the clock is one number
+ * (`s * 1000000 + us`: Lua turns the digits into numbers), the expiry is derived from it, the old value is
+ * compared with it as a number (whatever the counter holds, e.g. after manual edits), and the token's text is
+ * the two TIME fields joined, padded only when the microseconds have fewer than 6 digits (string.format, or
+ * a number handed to Redis, costs more than the rest of this). Microseconds since 1970 stay below 2^53 until
+ * the year 2255, so Lua's doubles hold them and the rare `+ 1` exactly. The token travels as a string because
+ * Redis truncates Lua numbers in replies to integers, and callers put it into messages too.
  */
 export const LUA_NEXT_FENCE = `
-local function next_fence(fence, ttl, retain)
+local function next_fence(fence, ttl, lives)
   local t = redis.call('TIME')
-  local token = t[1] .. string.sub('00000' .. t[2], -6)
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local expires = now + ttl + retain
-  local last = redis.pcall('SET', fence, token, 'GET', 'PXAT', expires)
-  if type(last) == 'table' and last.err then
+  local s, us = t[1], t[2]
+  local micros = s * 1000000 + us
+  local token = s .. us
+  if #us < 6 then token = s .. string.sub('00000' .. us, -6) end
+  local now = (micros - micros % 1000) / 1000
+  local last = redis.pcall('SET', fence, token, 'GET', 'PXAT', now + lives)
+  if not last then return token end
+  if type(last) == 'table' then
+    if not last.err then return token end
     last = redis.call('GET', fence)
-    redis.call('SET', fence, token, 'PX', expires - now)
+    redis.call('SET', fence, token, 'PX', lives)
   end
   local previous = tonumber(last)
-  if previous and previous >= tonumber(token) then
+  if previous and previous >= micros then
     token = string.format('%.0f', previous + 1)
-    expires = math.max(expires, math.floor((previous + 1) / 1000) + 1 + retain)
+    local expires = math.max(now + lives, math.floor((previous + 1) / 1000) + 1 + lives - ttl)
     redis.call('SET', fence, token, 'PX', expires - now)
   end
   return token
@@ -204,7 +213,7 @@ local function hand_off(lock, fence, queue, expiry, channel, retain)
       if redis.call('EXISTS', queue) == 1 then value = token .. '${WAITED_SUFFIX}' end
       redis.call('SET', lock, value, 'PX', px)
       granted = true
-      local fencing = next_fence(fence, tonumber(px), retain)
+      local fencing = next_fence(fence, tonumber(px), tonumber(px) + retain)
       local heard = redis.call('PUBLISH', to, 'g ' .. token .. ' ' .. fencing .. ' ' .. now)
       if heard > 0 or check == '0' then return end
     end

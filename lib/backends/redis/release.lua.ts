@@ -11,13 +11,13 @@ import { RedisScript } from './redis-script';
 
 /**
  * Exclusive (= write) lock. KEYS: [1] lock, and with FIFO queues [2] queue, [3] queue expiry, [4] fence;
- * ARGV: [1] owner token, [2] channel, [3] '1' when the backend runs FIFO queues, else '',
- *       [4] with FIFO queues: fencing counter retention ms (see LUA_NEXT_FENCE).
+ * ARGV: [1] owner token, [2] with FIFO queues: fencing counter retention ms (see LUA_NEXT_FENCE).
  * Returns 1 when deleted, 0 when the lock is no longer ours. Compare and delete in one script: an expired
  * holder can never delete the next holder's lock. Publishes only when a waiter marked the value
- * (LUA_MARK_WAITED): uncontended that is GET and DEL. Then, without FIFO, '*' wakes every waiter; with FIFO
- * the lock goes straight to the queue's head (LUA_HANDOFF).
- * The channel is an argument, not a key, because channels are not keys (it still shares the hash tag).
+ * (LUA_MARK_WAITED): uncontended that is GET and DEL. Then, without FIFO (one key), '*' wakes every waiter;
+ * with FIFO the lock goes straight to the queue's head (LUA_HANDOFF).
+ * The channel is the lock key .. ':released' (redisLockKeys): built here, only when a waiter needs it, rather
+ * than sent on every release. A channel is not a key, so this does not hide a key from Redis Cluster.
  */
 export const RELEASE_SCRIPT = new RedisScript(
   'release',
@@ -29,8 +29,8 @@ if value ~= ARGV[1] and value ~= ARGV[1] .. '${WAITED_SUFFIX}' then
 end
 redis.call('DEL', KEYS[1])
 if value == ARGV[1] then return 1 end
-if ARGV[3] ~= '1' then
-  redis.call('PUBLISH', ARGV[2], '*')
+if not KEYS[2] then
+  redis.call('PUBLISH', KEYS[1] .. ':released', '*')
   return 1
 end
 `,
@@ -40,7 +40,7 @@ end
     LUA_WAKE_LOCK,
     LUA_HANDOFF,
     `
-hand_off(KEYS[1], KEYS[4], KEYS[2], KEYS[3], ARGV[2], tonumber(ARGV[4]))
+hand_off(KEYS[1], KEYS[4], KEYS[2], KEYS[3], KEYS[1] .. ':released', tonumber(ARGV[2]))
 return 1
 `,
   ),

@@ -26,7 +26,7 @@ local function grant(reserved)
   redis.call('SET', lock, token, 'PX', ttl)
   if ticket ~= '' then leave_waiters(waiters, expiry, entry) end
   if reserved then redis.call('DEL', nxt) end
-  return {1, next_fence(fence, tonumber(ttl), tonumber(ARGV[5]))}
+  return {1, next_fence(fence, tonumber(ttl), tonumber(ttl) + tonumber(ARGV[5]))}
 end
 
 if redis.call('EXISTS', lock, readers, nxt) == 0 then return grant(false) end
@@ -99,7 +99,7 @@ end
 if free then
   put_member(readers, token, now + ttl)
   if ticket ~= '' then leave_waiters(waiters, expiry, entry) end
-  return {1, next_fence(fence, ttl, tonumber(ARGV[5]))}
+  return {1, next_fence(fence, ttl, ttl + tonumber(ARGV[5]))}
 end
 if ticket ~= '' then join_waiters(waiters, expiry, entry, ticket, now + tonumber(ARGV[4])) end
 return {0, wait_hint}

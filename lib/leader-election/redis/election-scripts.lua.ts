@@ -25,7 +25,7 @@ local current = redis.call('HGET', leader, 'token')
 if current == token then return {1, redis.call('HGET', leader, 'term')} end
 if current then return {0, redis.call('PTTL', leader)} end
 -- The counter outlives the leader key by fence_ttl (and longer if it ran ahead of the clock).
-local term = next_fence(fence, tonumber(ttl), tonumber(fence_ttl))
+local term = next_fence(fence, tonumber(ttl), tonumber(ttl) + tonumber(fence_ttl))
 redis.call('DEL', leader)
 redis.call('HSET', leader, 'token', token, 'value', value, 'term', term)
 redis.call('PEXPIRE', leader, ttl)
