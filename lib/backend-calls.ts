@@ -1,6 +1,7 @@
 import { getEventListeners } from 'node:events';
 import type { AcquireRequest, LockBackend, LockGrant } from './backends/lock-backend.interface';
 import { LockBackendError, LockError, LockTimeoutError } from './errors';
+import { backendErrorOf } from './errors/lock-backend.error';
 import { afterMicrotask, withDeadline } from './utils/deadline';
 import { MAX_TIMER_DELAY } from './utils/clock';
 
@@ -168,12 +169,6 @@ export class BackendCalls {
   }
 
   private backendError(operation: string, detail: string, cause?: unknown): LockBackendError {
-    return new LockBackendError(
-      this.backend.kind,
-      this.backend.address,
-      operation,
-      detail,
-      cause === undefined ? undefined : { cause },
-    );
+    return backendErrorOf(this.backend, operation, detail, cause);
   }
 }

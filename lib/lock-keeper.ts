@@ -1,5 +1,6 @@
 import type { BackendLockEvent, HeldLock, LockBackend } from './backends/lock-backend.interface';
 import { LockBackendError, LockError, LockLostError } from './errors';
+import { backendErrorOf } from './errors/lock-backend.error';
 import type { LockRenewal } from './lock-renewal';
 import { LockLifecycleListener, LockNotices } from './lock-notices';
 import { monotonicNow, toEpochMs } from './utils/clock';
@@ -274,12 +275,6 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
   }
 
   private backendError(operation: string, detail: string, cause?: unknown): LockBackendError {
-    return new LockBackendError(
-      this.backend.kind,
-      this.backend.address,
-      operation,
-      detail,
-      cause === undefined ? undefined : { cause },
-    );
+    return backendErrorOf(this.backend, operation, detail, cause);
   }
 }

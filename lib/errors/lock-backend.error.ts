@@ -21,6 +21,22 @@ export class LockBackendError extends LockError {
   }
 }
 
+/** A LockBackendError naming `backend`'s kind and address; `cause` only when there is one. */
+export function backendErrorOf(
+  backend: { readonly kind: string; readonly address: string },
+  operation: string,
+  detail: string,
+  cause?: unknown,
+): LockBackendError {
+  return new LockBackendError(
+    backend.kind,
+    backend.address,
+    operation,
+    detail,
+    cause === undefined ? undefined : { cause },
+  );
+}
+
 /**
  * Driver errors can carry the command that failed, arguments included: ioredis' ReplyError for a failed AUTH
  * holds the password in `command.args`, and util.inspect (console.error, most loggers) prints causes in full.

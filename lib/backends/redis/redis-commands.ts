@@ -1,5 +1,5 @@
 import type { AcquireRequest, LockGrant } from '../lock-backend.interface';
-import { LockBackendError } from '../../errors/lock-backend.error';
+import { backendErrorOf, LockBackendError } from '../../errors/lock-backend.error';
 import { LockError } from '../../errors/lock-error';
 import { raceAbort } from '../shared/abort';
 import type { BackendLifecycle } from '../shared/backend-lifecycle';
@@ -146,13 +146,7 @@ export class RedisCommands {
   }
 
   error(operation: string, detail: string, cause?: unknown): LockBackendError {
-    return new LockBackendError(
-      this.kind,
-      this.client.address,
-      operation,
-      detail,
-      cause === undefined ? undefined : { cause },
-    );
+    return backendErrorOf({ kind: this.kind, address: this.client.address }, operation, detail, cause);
   }
 }
 
