@@ -59,10 +59,6 @@ export class BackendLifecycle {
     this.background.add(tracked);
   }
 
-  get hasBackgroundWork(): boolean {
-    return this.background.size > 0;
-  }
-
   /**
    * Marks the backend closed and runs `shutDown` once. New calls fail with closedError from now on; `shutDown`
    * usually calls endAcquires(), then drain(), then closes its connections.
