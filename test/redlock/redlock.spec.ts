@@ -271,12 +271,16 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     const locks = service({ fenceRetention: 200 });
     const names = Array.from({ length: 50 }, (_, index) => `order:${index}`);
     const handles = await Promise.all(names.map((name) => locks.acquire(name, { ttl: 500, waitTimeout: 0 })));
+    // A grant needs only a majority: an instance that answered late has its copy released (onLate), so on a
+    // loaded machine one minority instance may hold nothing. Every key present must still expire.
+    let holding = 0;
     for (const admin of admins) {
       const keys = await admin.keys(`${ns}:*`); // ns is ours, never user text
-      expect(keys.length).toBeGreaterThan(0);
+      if (keys.length > 0) holding++;
       const ttls = await Promise.all(keys.map((key) => admin.pttl(key)));
       expect(keys.filter((_, index) => ttls[index] === -1)).toEqual([]);
     }
+    expect(holding).toBeGreaterThanOrEqual(quorum);
     await Promise.all(handles.map((handle) => handle.release()));
     for (const admin of admins)
       await eventually(async () => (await admin.keys(`${ns}:*`)).length === 0, 500 + 200 + 3_000);
