@@ -129,6 +129,8 @@ export class EtcdElection implements ElectionBackend {
           if (stopper.signal.aborted) return;
           failures.reset();
           onChange(read.leader);
+          // A subscriber that had what it wanted unsubscribes inside onChange: create no watcher for it.
+          if (stopper.signal.aborted) return;
         } catch (error) {
           if (stopper.signal.aborted) return;
           const pause = failures.next();
@@ -139,7 +141,7 @@ export class EtcdElection implements ElectionBackend {
           await delay(pause, stopper.signal).catch(() => undefined);
           continue;
         }
-        const { leader, key: leaderKey } = read;
+        let { leader, key: leaderKey } = read;
         await new Promise<void>((resolve) => {
           const current = this.etcd.client
             .watch()
@@ -156,11 +158,17 @@ export class EtcdElection implements ElectionBackend {
             resolve();
           };
           // A proclaim is a put on the leader's key: its value comes with the event, in order, without a read.
-          // A new contender's put matters only when nobody led; the leader's deletion means a new leader.
+          // When nobody led, the first put is the new leader (the first-created key), as in Go's Observe: take it
+          // from the event and keep this watcher, so its proclaims and resignation in the same batch are not
+          // skipped by a read that comes after them. The leader's deletion means a new leader: read again.
           current.on('put', (kv: IKeyValue) => {
-            if (!leader) return next();
-            if (kv.key.toString('utf8') === leaderKey)
-              onChange({ value: kv.value.toString('utf8'), term: leader.term });
+            const key = kv.key.toString('utf8');
+            if (!leader) {
+              leaderKey = key;
+              leader = { value: kv.value.toString('utf8'), term: BigInt(kv.create_revision) };
+              return onChange(leader);
+            }
+            if (key === leaderKey) onChange({ value: kv.value.toString('utf8'), term: leader.term });
           });
           current.on('delete', (kv: IKeyValue) => {
             if (kv.key.toString('utf8') === leaderKey) next();

@@ -116,6 +116,7 @@ export class ZooKeeperElection implements ElectionBackend {
           if (stopper.signal.aborted) return;
           failures.reset();
           onChange(leader === undefined ? null : leader);
+          if (stopper.signal.aborted) return; // unsubscribed inside onChange
           // No latch path yet: watch for its creation rather than create it, so that observing a name leaves no
           // node behind. Created in the meantime: read again at once.
           if (leader === undefined && (await this.ctx.session.watchExists(parent, fire)) !== null) continue;
