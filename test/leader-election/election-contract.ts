@@ -140,6 +140,40 @@ export function electionContract(label: string, setup: () => Promise<ElectionWor
       expect(seen.map((leader) => leader?.value ?? null)).toEqual(values);
     });
 
+    it('reports changes in order, even when campaign, proclaim and resign land before the observer reads', async () => {
+      const story = world.proclaims ? [null, 'v1', 'v2', null] : [null, 'v1', null];
+      for (let round = 0; round < 5; round++) {
+        const name = uniqueName('back-to-back');
+        const seen: (string | null)[] = [];
+        let started!: () => void;
+        const vacant = new Promise<void>((resolve) => (started = resolve));
+        const subscription = b.elections.observe(name).subscribe((leader) => {
+          seen.push(leader?.value ?? null);
+          started();
+        });
+        await vacant;
+        // No wait between the steps: the observer may get all the changes at once.
+        const leadership = await a.elections.campaign(name, { value: 'v1' });
+        if (world.proclaims) await leadership.proclaim('v2');
+        await leadership.resign();
+        await waitFor(
+          () => seen.length >= story.length,
+          world.proclaims ? 10_000 : 3_000, // ZooKeeper may never report v1 (below): wait less for it
+          () => JSON.stringify(seen),
+        ).catch(() => undefined);
+        subscription.unsubscribe();
+        if (world.proclaims) {
+          // etcd, Redis and memory carry each change in their events: every one is reported.
+          expect(seen).toEqual(story);
+        } else {
+          // ZooKeeper's one-shot watches fire, then the observer reads the latch: a change undone before that
+          // read is not seen (docs/leader-election.md), but what is reported is in order and ends vacant.
+          expect(isSubsequence(seen, story)).toBe(true);
+          expect(seen.at(-1)).toBeNull();
+        }
+      }
+    });
+
     it('completes events$ on resign and serialises the term as a decimal string', async () => {
       const name = uniqueName('json');
       const leadership = await a.elections.campaign(name, { value: 'json' });
@@ -205,4 +239,11 @@ export async function waitFor(
     if (Date.now() > until) throw new Error(`condition not met in time ${describe()}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+}
+
+/** Whether `part` is `whole` with some entries left out, in the same order. */
+function isSubsequence<T>(part: readonly T[], whole: readonly T[]): boolean {
+  let index = 0;
+  for (const entry of whole) if (index < part.length && part[index] === entry) index++;
+  return index === part.length;
 }

@@ -1,11 +1,15 @@
 import { lua, LUA_NEXT_FENCE } from '../../backends/redis/lua-snippets';
 import { RedisScript } from '../../backends/redis/redis-script';
+import type { LeaderInfo } from '../election-backend.interface';
 
 /*
  * Redis elections. Keys share the election's hash tag (redis-keys.ts' encodeKeyPart), like a lock's:
- *   <ns>:{<enc(name)>}:leader    HASH token, value, term; PX = ttl, renewed by the leader's watchdog
+ *   <ns>:{<enc(name)>}:leader    HASH token, value, term, step (proclaims so far in this term); PX = ttl, renewed
+ *                                by the leader's watchdog
  *   <ns>:{<enc(name)>}:fence     term counter (LUA_NEXT_FENCE: max(counter + 1, server clock in µs)); PX = fence ttl
- *   <ns>:{<enc(name)>}:changed   pub/sub channel: a leader was granted, proclaimed or resigned
+ *   <ns>:{<enc(name)>}:changed   pub/sub channel: a leader was granted, proclaimed or resigned; each message says
+ *                                what changed and its place in the story (ElectionChange), so observers report
+ *                                every change in order
  * The fence key expires a while after the last leader did: terms keep rising afterwards because the clock is
  * their floor, so an idle election leaves nothing behind.
  */
@@ -27,9 +31,9 @@ if current then return {0, redis.call('PTTL', leader)} end
 -- The counter outlives the leader key by fence_ttl (and longer if it ran ahead of the clock).
 local term = next_fence(fence, tonumber(ttl), tonumber(ttl) + tonumber(fence_ttl))
 redis.call('DEL', leader)
-redis.call('HSET', leader, 'token', token, 'value', value, 'term', term)
+redis.call('HSET', leader, 'token', token, 'value', value, 'term', term, 'step', 0)
 redis.call('PEXPIRE', leader, ttl)
-redis.call('PUBLISH', channel, 'elected')
+redis.call('PUBLISH', channel, 'elected ' .. term .. ' ' .. value)
 return {1, term}
 `,
   ),
@@ -51,9 +55,11 @@ return 1
 export const PROCLAIM_SCRIPT = new RedisScript(
   'election-proclaim',
   `
-if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then return 0 end
+local fields = redis.call('HMGET', KEYS[1], 'token', 'term')
+if fields[1] ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'value', ARGV[2])
-redis.call('PUBLISH', KEYS[2], 'proclaimed')
+local step = redis.call('HINCRBY', KEYS[1], 'step', 1)
+redis.call('PUBLISH', KEYS[2], 'proclaimed ' .. fields[2] .. ' ' .. step .. ' ' .. ARGV[2])
 return 1
 `,
 );
@@ -62,19 +68,53 @@ return 1
 export const RESIGN_SCRIPT = new RedisScript(
   'election-resign',
   `
-if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then return 0 end
+local fields = redis.call('HMGET', KEYS[1], 'token', 'term')
+if fields[1] ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', KEYS[2], 'resigned')
+redis.call('PUBLISH', KEYS[2], 'resigned ' .. fields[2])
 return 1
 `,
 );
 
-/** KEYS: [1] leader. Returns {value, term, pttl}, or an empty array when nobody leads. */
+/** KEYS: [1] leader. Returns {value, term, pttl, step}, or an empty array when nobody leads. */
 export const READ_LEADER_SCRIPT = new RedisScript(
   'election-read',
   `
-local fields = redis.call('HMGET', KEYS[1], 'value', 'term')
+local fields = redis.call('HMGET', KEYS[1], 'value', 'term', 'step')
 if not fields[2] then return {} end
-return {fields[1], fields[2], redis.call('PTTL', KEYS[1])}
+return {fields[1], fields[2], redis.call('PTTL', KEYS[1]), fields[3] or '0'}
 `,
 );
+
+/**
+ * A change of an election, in the order of its story: a term's leader, then each of its proclaims (step 1, 2, ..),
+ * then its end (step Infinity). `leader` is who leads after it (null: nobody).
+ */
+export interface ElectionChange {
+  readonly term: bigint;
+  readonly step: number;
+  readonly leader: LeaderInfo | null;
+}
+
+/** Whether `change` comes later in the story than `than`. */
+export function isLater(change: ElectionChange, than: ElectionChange | undefined): boolean {
+  if (!than) return true;
+  return change.term !== than.term ? change.term > than.term : change.step > than.step;
+}
+
+/**
+ * The channel's messages: 'elected <term> <value>', 'proclaimed <term> <step> <value>' (the value is the rest
+ * of the text, spaces included) and 'resigned <term>'. undefined for anything else, e.g. the bare words an
+ * older version sent: observers then read the leader instead.
+ */
+export function parseElectionMessage(message: string): ElectionChange | undefined {
+  const [kind, term, third] = message.split(' ', 3);
+  if (!term || !/^[0-9]+$/.test(term)) return undefined;
+  const at = BigInt(term);
+  if (kind === 'resigned') return { term: at, step: Infinity, leader: null };
+  const rest = (skip: number) => message.slice(message.split(' ', skip).join(' ').length + 1);
+  if (kind === 'elected') return { term: at, step: 0, leader: { value: rest(2), term: at } };
+  if (kind === 'proclaimed' && third !== undefined && /^[0-9]+$/.test(third))
+    return { term: at, step: Number(third), leader: { value: rest(3), term: at } };
+  return undefined;
+}

@@ -9,6 +9,9 @@ import { ObserveFailures } from '../observe-failures';
 import type { CampaignRequest, ElectionBackend, ElectionGrant, LeaderInfo } from '../election-backend.interface';
 import {
   CAMPAIGN_SCRIPT,
+  type ElectionChange,
+  isLater,
+  parseElectionMessage,
   PROCLAIM_SCRIPT,
   READ_LEADER_SCRIPT,
   RENEW_LEADER_SCRIPT,
@@ -120,7 +123,14 @@ export class RedisElection implements ElectionBackend {
     return (await this.readLeader(electionKeys(namespace, name))).leader;
   }
 
-  /** Re-reads on every message of the election's channel, and when the leader's ttl runs out (no message then). */
+  /**
+   * Follows the election's channel, whose messages say what changed and where in the story (ElectionChange), so
+   * every change is reported in order. Reads fill in what messages cannot tell: who leads when we start, a
+   * leader whose ttl ran out (no message then), and messages lost on a reconnect (the re-check interval). The
+   * channel and the reads use two connections, so a read is not ordered with the messages: a read that comes
+   * back earlier in the story than what we reported is dropped, and so is a message that comes after a read had
+   * already reported a later point.
+   */
   watch(
     namespace: string,
     name: string,
@@ -131,6 +141,14 @@ export class RedisElection implements ElectionBackend {
     const stopper = new AbortController();
     let wake: (() => void) | undefined;
     let subscription: ChannelSubscription | undefined;
+    let reported: ElectionChange | undefined;
+    /** Messages that moved the story, so a read knows whether one came in while it was out. */
+    let heard = 0;
+    const report = (change: ElectionChange) => {
+      if (stopper.signal.aborted || !isLater(change, reported)) return;
+      reported = change;
+      onChange(change.leader);
+    };
     const stop = () => {
       stopper.abort();
       subscription?.unsubscribe();
@@ -138,7 +156,14 @@ export class RedisElection implements ElectionBackend {
     const follow = async () => {
       const failures = new ObserveFailures();
       try {
-        subscription = this.subscriber().subscribe(keys.channel, () => wake?.());
+        subscription = this.subscriber().subscribe(keys.channel, (message) => {
+          const change = parseElectionMessage(message);
+          if (change) {
+            heard++;
+            report(change);
+          }
+          wake?.(); // read too: the new leader's ttl, or who leads after a message we cannot parse
+        });
         await raceAbort(subscription.ready, stopper.signal, () => stopper.signal.reason);
       } catch (error) {
         if (!stopper.signal.aborted) onError(error);
@@ -148,10 +173,14 @@ export class RedisElection implements ElectionBackend {
         const woken = new Promise<void>((resolve) => (wake = resolve));
         let wait = this.recheckInterval;
         try {
-          const { leader, left } = await this.readLeader(keys);
+          const heardBefore = heard;
+          const { leader, left, step } = await this.readLeader(keys);
           if (stopper.signal.aborted) return;
           failures.reset();
-          onChange(leader);
+          if (leader) report({ term: leader.term, step, leader });
+          // Nobody leads: after the term we reported, unless a message came in meanwhile (a new term, maybe);
+          // then the message stands, and `woken` reads again at once.
+          else if (heard === heardBefore) report({ term: reported?.term ?? 0n, step: Infinity, leader: null });
           if (left > 0) wait = Math.min(left + 1, this.recheckInterval);
         } catch (error) {
           if (stopper.signal.aborted) return;
@@ -173,11 +202,13 @@ export class RedisElection implements ElectionBackend {
     // Campaigns and observers run on LeaderElection's signals and stop functions; the subscriber is the backend's.
   }
 
-  private async readLeader(keys: RedisElectionKeys): Promise<{ leader: LeaderInfo | null; left: number }> {
+  private async readLeader(
+    keys: RedisElectionKeys,
+  ): Promise<{ leader: LeaderInfo | null; left: number; step: number }> {
     const reply = (await this.call('leader', READ_LEADER_SCRIPT.run(this.client, [keys.leader], []))) as
-      [string, string, number] | [];
-    if (reply.length === 0) return { leader: null, left: 0 };
-    return { leader: { value: reply[0], term: BigInt(reply[1]) }, left: Number(reply[2]) };
+      [string, string, number, string?] | [];
+    if (reply.length === 0) return { leader: null, left: 0, step: 0 };
+    return { leader: { value: reply[0], term: BigInt(reply[1]) }, left: Number(reply[2]), step: Number(reply[3] ?? 0) };
   }
 
   private async call<T>(operation: string, work: Promise<T>): Promise<T> {
