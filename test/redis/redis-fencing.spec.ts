@@ -76,6 +76,17 @@ describe('Redis fencing tokens', () => {
     expect(await client.get(fence)).toBe((ahead + 2n).toString());
   });
 
+  it("read the counter as a number when it is not plain digits of the clock's length (an edit by hand)", async () => {
+    const fence = redisLockKeys(NAMESPACE, 'edited').fence;
+    const [seconds] = await client.time();
+    // As long as a token, smaller as text ('0' < '1'), an hour ahead as a number.
+    const ahead = (BigInt(seconds) + 3_600n) * 1_000_000n;
+    const edited = `${ahead / 1_000_000n}e6`.padStart(16, '0');
+    expect(edited).toHaveLength((await takeAndRelease('edited')).toString().length);
+    await client.set(fence, edited);
+    expect(await takeAndRelease('edited')).toBe(ahead + 1n);
+  });
+
   it('keep increasing after a real server restart without persistence', async () => {
     const before = await takeAndRelease('restarted');
     await server.restart();

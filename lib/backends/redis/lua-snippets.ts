@@ -22,42 +22,47 @@ end
  * already issued, in exactly the failures fencing exists for; so the clock is read on every grant.
  *
  * The counter expires, so nothing stays behind per lock name (a service that locks per order id would
- * otherwise grow Redis without bound): at max(now + ttl, the counter's own time) + `retain` ms, an absolute
- * time (PXAT), so a replica or a restarted server drops it at the same point of its own clock. Callers pass
- * `lives` = ttl + retain (the acquire script gets it ready-made from the client: one number less to parse
- * per grant); `retain` is `lives - ttl`, needed only when the counter is ahead of the clock. Once it is
- * gone, that clock is past the counter by at least `retain` ms, so the clock alone gives a larger token than
- * every one handed out before. The lock itself lives as long as it is renewed; the counter need not: every
- * token after the lock's end comes from a clock that is past the counter anyway (docs: fencing on Redis).
+ * otherwise grow Redis without bound): `lives` ms after the grant, or after the counter's own time when it ran
+ * ahead of the clock, where `lives` = ttl + retain (the acquire script gets it ready-made from the client, as
+ * text, so Redis takes it as it is). Redis 7 writes `SET ... PX` to replicas and the AOF as an absolute time
+ * (PXAT), so a replica or a restarted server drops it at the same point of its own clock; Redis 6.2 sends it
+ * as PX, so a replica keeps it a little longer, which is safe. Once it is gone, that clock is past the counter
+ * by at least `retain` ms, so the clock alone gives a larger token than every one handed out before. The lock
+ * itself lives as long as it is renewed; the counter need not: every token after the lock's end comes from a
+ * clock that is past the counter anyway (docs: fencing on Redis).
  *
- * `SET ... GET PXAT` writes the clock, its expiry and returns the old value in one command (Redis >= 6.2);
- * it only has to be corrected when the counter was ahead of the clock (several grants in one microsecond, or
- * a counter raised by Redlock from a faster clock). Older servers answer it with a syntax error: then GET and
- * SET PX. This runs on every grant, so it does as little Lua as it can (issue 18): the clock is one number
- * (`s * 1000000 + us`: Lua turns the digits into numbers), the expiry is derived from it, the old value is
- * compared with it as a number (whatever the counter holds, e.g. after manual edits), and the token's text is
- * the two TIME fields joined, padded only when the microseconds have fewer than 6 digits (string.format, or
- * a number handed to Redis, costs more than the rest of this). Microseconds since 1970 stay below 2^53 until
- * the year 2255, so Lua's doubles hold them and the rare `+ 1` exactly. The token travels as a string because
- * Redis truncates Lua numbers in replies to integers, and callers put it into messages too.
+ * `SET ... GET PX` writes the clock, its expiry and returns the old value in one command (Redis >= 6.2); it
+ * only has to be corrected when the counter was ahead of the clock (several grants in one microsecond, or a
+ * counter raised by Redlock from a faster clock). Older servers answer it with a syntax error: then GET and
+ * SET PX. This runs on every grant, so its usual path does as little Lua as it can (issue 18): the token's
+ * text is the two TIME fields joined (padded only when the microseconds have fewer than 6 digits), `lives`
+ * goes to Redis as the text it came in, and the old value is compared with the token as text when both are
+ * digits of the same length (the same order as numbers). Only otherwise are they compared as numbers (whatever
+ * the counter holds, e.g. after manual edits). Turning text into numbers and back is most of what this cost
+ * before: a number handed to Redis goes through printf. Microseconds since 1970 stay below 2^53 until the year
+ * 2255, so Lua's doubles hold them and the rare `+ 1` exactly. The token travels as a string because Redis
+ * truncates Lua numbers in replies to integers, and callers put it into messages too.
  */
 export const LUA_NEXT_FENCE = `
 local function next_fence(fence, ttl, lives)
   local t = redis.call('TIME')
   local s, us = t[1], t[2]
-  local micros = s * 1000000 + us
   local token = s .. us
   if #us < 6 then token = s .. string.sub('00000' .. us, -6) end
-  local now = (micros - micros % 1000) / 1000
-  local last = redis.pcall('SET', fence, token, 'GET', 'PXAT', now + lives)
+  local last = redis.pcall('SET', fence, token, 'GET', 'PX', lives)
   if not last then return token end
   if type(last) == 'table' then
     if not last.err then return token end
     last = redis.call('GET', fence)
     redis.call('SET', fence, token, 'PX', lives)
+    if not last then return token end
   end
+  -- The usual case: the clock has moved past the counter. Digits only, as long as ours, smaller as text.
+  if #last == #token and last < token and not string.find(last, '%D') then return token end
   local previous = tonumber(last)
+  local micros = s * 1000000 + us
   if previous and previous >= micros then
+    local now = (micros - micros % 1000) / 1000
     token = string.format('%.0f', previous + 1)
     local expires = math.max(now + lives, math.floor((previous + 1) / 1000) + 1 + lives - ttl)
     redis.call('SET', fence, token, 'PX', expires - now)
