@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Installs the packed library into the consumer apps the way a user does, and tests it there:
 //   1. `npm pack` (prepack builds), then publint and @arethetypeswrong/cli on the tarball;
-//   2. per fixture (Nest 12 ESM, Nest 11 CommonJS) and per Redis client (ioredis 5 and 6 on both; node-redis 6 on
+//   2. per fixture (Nest 12 ESM, Nest 11 CommonJS; the two side by side, each with its own redis-server, output
+//      lines prefixed with the fixture and client) and per Redis client (ioredis 5 and 6 on both; node-redis 6 on
 //      Nest 12, 5 on Nest 11): a plain `npm install` of the tarball (no --legacy-peer-deps), a type-check with
 //      skipLibCheck off while no optional peer other than that client is installed, and an end-to-end test
 //      against a real redis-server;
@@ -58,6 +59,38 @@ function run(command, commandArgs, cwd, env = {}) {
     cwd,
     stdio: 'inherit',
     env: { ...process.env, npm_config_legacy_peer_deps: 'false', npm_config_force: 'false', ...env },
+  });
+}
+
+/**
+ * `run` for one fixture while the other runs beside it: each line of output is prefixed with the fixture's name.
+ * Rejects with the command and its exit code.
+ */
+function runPrefixed(prefix, command, commandArgs, cwd, env = {}) {
+  const say = (line) => console.log(`[${prefix}] ${line}`);
+  say(`$ (${relative(root, cwd) || '.'}) ${command} ${commandArgs.join(' ')}`);
+  return new Promise((resolveRun, reject) => {
+    const child = spawn(command, commandArgs, {
+      cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, npm_config_legacy_peer_deps: 'false', npm_config_force: 'false', ...env },
+    });
+    for (const stream of [child.stdout, child.stderr]) {
+      let pending = '';
+      stream.setEncoding('utf8');
+      stream.on('data', (chunk) => {
+        const lines = (pending + chunk).split('\n');
+        pending = lines.pop();
+        lines.forEach(say);
+      });
+      stream.on('end', () => pending && say(pending));
+    }
+    child.once('error', reject);
+    child.once('close', (code, signal) =>
+      code === 0
+        ? resolveRun()
+        : reject(new Error(`${command} ${commandArgs.join(' ')} exited with ${code ?? signal}`)),
+    );
   });
 }
 
@@ -134,19 +167,20 @@ function installedVersions(dir) {
 async function testFixture(fixture, client, tarball, redisUrl, work) {
   const [clientPackage, clientMajor] = client.split('@');
   const dir = join(work, `${fixture}-${clientPackage}${clientMajor}`);
+  const sh = (command, commandArgs, env) => runPrefixed(`${fixture} ${client}`, command, commandArgs, dir, env);
   cpSync(join(here, fixture), dir, { recursive: true });
   cpSync(join(here, 'app', 'src'), join(dir, 'src'), { recursive: true });
   cpSync(join(here, 'app', 'test'), join(dir, 'test'), { recursive: true });
   cpSync(join(here, 'app', 'clients', CLIENT_MODULES[clientPackage]), join(dir, 'src', 'redis.module.ts'));
 
   // Phase 1: the library and one Redis client only, as a Redis-only user installs it.
-  run('npm', ['install', '--no-audit', '--no-fund', tarball, `${clientPackage}@^${clientMajor}`], dir);
+  await sh('npm', ['install', '--no-audit', '--no-fund', tarball, `${clientPackage}@^${clientMajor}`]);
   const otherClient = clientPackage === 'ioredis' ? 'redis' : 'ioredis';
   const present = [...OPTIONAL_PEERS, otherClient].filter((name) => existsSync(join(dir, 'node_modules', name)));
   if (present.length > 0)
     throw new Error(`optional peers were installed without being asked for: ${present.join(', ')}`);
-  run('npx', ['tsc', '-p', 'tsconfig.json'], dir);
-  run('node', ['--test', 'dist/test/'], dir, { REDIS_URL: redisUrl });
+  await sh('npx', ['tsc', '-p', 'tsconfig.json']);
+  await sh('node', ['--test', 'dist/test/'], { REDIS_URL: redisUrl });
   if (client !== FIXTURES[fixture].full && option('--client') === undefined)
     return { blocks: '-', versions: installedVersions(dir) };
 
@@ -155,21 +189,17 @@ async function testFixture(fixture, client, tarball, redisUrl, work) {
   // @nestjs/schedule 6 goes with Nest 11, 12 with Nest 12. The doc blocks use both Redis clients.
   const scheduleMajor = nestMajor === 11 ? 6 : nestMajor;
   const otherClientSpec = otherClient === 'redis' ? `redis@^${nestMajor === 11 ? 5 : 6}` : 'ioredis@^6';
-  run(
-    'npm',
-    [
-      'install',
-      '--no-audit',
-      '--no-fund',
-      `@nestjs/terminus@^${nestMajor}`,
-      `@nestjs/schedule@^${scheduleMajor}`,
-      'etcd3',
-      'node-zookeeper-client',
-      '@opentelemetry/api',
-      otherClientSpec,
-    ],
-    dir,
-  );
+  await sh('npm', [
+    'install',
+    '--no-audit',
+    '--no-fund',
+    `@nestjs/terminus@^${nestMajor}`,
+    `@nestjs/schedule@^${scheduleMajor}`,
+    'etcd3',
+    'node-zookeeper-client',
+    '@opentelemetry/api',
+    otherClientSpec,
+  ]);
   cpSync(join(here, 'app', 'extras'), join(dir, 'extras'), { recursive: true });
   const blocks = extractDocBlocks(join(dir, 'doc-blocks'));
   writeFileSync(
@@ -180,15 +210,15 @@ async function testFixture(fixture, client, tarball, redisUrl, work) {
       2,
     ),
   );
-  run('npx', ['tsc', '-p', 'tsconfig.extras.json'], dir);
-  run('node', ['--test', 'dist/extras/'], dir, { REDIS_URL: redisUrl });
+  await sh('npx', ['tsc', '-p', 'tsconfig.extras.json']);
+  await sh('node', ['--test', 'dist/extras/'], { REDIS_URL: redisUrl });
   return { blocks, versions: installedVersions(dir) };
 }
 
 async function main() {
   const work = mkdtempSync(join(tmpdir(), 'ndl-consumers-'));
   const results = [];
-  let redis;
+  const servers = [];
   try {
     run('npm', ['pack', '--pack-destination', work], root);
     const tarball = join(
@@ -198,20 +228,28 @@ async function main() {
     run('npx', ['publint', '--strict', tarball], root);
     run('npx', ['attw', tarball], root);
 
-    redis = await startRedis(work);
-    for (const fixture of fixtures) {
-      for (const client of option('--client') ? [option('--client')] : FIXTURES[fixture].clients) {
-        const row = { fixture, client };
-        try {
-          Object.assign(row, await testFixture(fixture, client, tarball, redis.url, work), { passed: true });
-        } catch (error) {
-          Object.assign(row, { passed: false, error: error.message.split('\n')[0] });
+    // The fixtures run side by side (installs wait on the registry, type-checks use a core each), each with its
+    // own redis-server so that their end-to-end tests never share keys; clients one after another per fixture.
+    const rows = await Promise.all(
+      fixtures.map(async (fixture) => {
+        const fixtureRows = [];
+        const redis = await startRedis(work);
+        servers.push(redis);
+        for (const client of option('--client') ? [option('--client')] : FIXTURES[fixture].clients) {
+          const row = { fixture, client };
+          try {
+            Object.assign(row, await testFixture(fixture, client, tarball, redis.url, work), { passed: true });
+          } catch (error) {
+            Object.assign(row, { passed: false, error: error.message.split('\n')[0] });
+          }
+          fixtureRows.push(row);
         }
-        results.push(row);
-      }
-    }
+        return fixtureRows;
+      }),
+    );
+    results.push(...rows.flat());
   } finally {
-    redis?.stop();
+    servers.forEach((server) => server.stop());
     if (!args.includes('--keep')) rmSync(work, { recursive: true, force: true });
     else console.log(`kept ${work}`);
   }
