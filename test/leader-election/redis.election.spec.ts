@@ -8,7 +8,7 @@ import { LockService } from '../../lib/lock.service';
 import { connectRedlockBackend } from '../redlock/redlock-support';
 import { sharedRedisUrl } from '../support/shared-servers';
 import { startRedis, type TestRedisServer } from '../support/redis-server';
-import { electionContract, instanceOn, uniqueName } from './election-contract';
+import { electionContract, instanceOn, uniqueName, waitFor } from './election-contract';
 
 const TTL = 1_500;
 
@@ -36,6 +36,37 @@ describe('redis elections: keys, terms and loss', () => {
     server.resume();
     admin.disconnect();
     await server.stop();
+  });
+
+  it('follows a leader written by an older version: bare channel messages, no proclaim step in the hash', async () => {
+    const ours = redisInstance(server.url);
+    try {
+      const name = uniqueName('older');
+      const [leaderKey, channel] = [`elections:{${name}}:leader`, `elections:{${name}}:changed`];
+      const seen: (string | null)[] = [];
+      const subscription = ours.elections.observe(name).subscribe((leader) => seen.push(leader?.value ?? null));
+      const shows = (value: string | null) =>
+        waitFor(
+          () => seen.at(-1) === value,
+          10_000,
+          () => JSON.stringify(seen),
+        );
+      await waitFor(() => seen.length > 0);
+      await admin.hset(leaderKey, 'token', 'old-version', 'value', 'v1', 'term', '42');
+      await admin.pexpire(leaderKey, 30_000);
+      await admin.publish(channel, 'elected');
+      await shows('v1');
+      await admin.hset(leaderKey, 'value', 'v2');
+      await admin.publish(channel, 'proclaimed');
+      await shows('v2');
+      await admin.del(leaderKey);
+      await admin.publish(channel, 'resigned');
+      await shows(null);
+      subscription.unsubscribe();
+      expect(seen).toEqual([null, 'v1', 'v2', null]);
+    } finally {
+      await ours.close();
+    }
   });
 
   it('keeps the leader in one hash with a ttl, and terms keep rising after the election went idle and its counter expired', async () => {

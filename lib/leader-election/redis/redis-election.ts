@@ -145,7 +145,13 @@ export class RedisElection implements ElectionBackend {
     /** Messages that moved the story, so a read knows whether one came in while it was out. */
     let heard = 0;
     const report = (change: ElectionChange) => {
-      if (stopper.signal.aborted || !isLater(change, reported)) return;
+      if (stopper.signal.aborted) return;
+      // The same place with another value: a proclaim by a leader of an older version, which counts no steps.
+      const proclaimedUncounted =
+        reported?.term === change.term &&
+        reported.step === change.step &&
+        reported.leader?.value !== change.leader?.value;
+      if (!isLater(change, reported) && !proclaimedUncounted) return;
       reported = change;
       onChange(change.leader);
     };
