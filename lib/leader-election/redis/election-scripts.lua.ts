@@ -112,9 +112,10 @@ export function parseElectionMessage(message: string): ElectionChange | undefine
   if (!term || !/^[0-9]+$/.test(term)) return undefined;
   const at = BigInt(term);
   if (kind === 'resigned') return { term: at, step: Infinity, leader: null };
-  const rest = (skip: number) => message.slice(message.split(' ', skip).join(' ').length + 1);
-  if (kind === 'elected') return { term: at, step: 0, leader: { value: rest(2), term: at } };
+  // The value is what follows the fields before it and their spaces.
+  const after = (fields: string[]) => message.slice(fields.join(' ').length + 1);
+  if (kind === 'elected') return { term: at, step: 0, leader: { value: after([kind, term]), term: at } };
   if (kind === 'proclaimed' && third !== undefined && /^[0-9]+$/.test(third))
-    return { term: at, step: Number(third), leader: { value: rest(3), term: at } };
+    return { term: at, step: Number(third), leader: { value: after([kind, term, third]), term: at } };
   return undefined;
 }
