@@ -54,12 +54,12 @@ function fail(message) {
 
 function run(command, commandArgs, cwd, env = {}) {
   console.log(`$ (${relative(root, cwd) || '.'}) ${command} ${commandArgs.join(' ')}`);
-  // npm_config_* from an outer `npm run` (or a user's .npmrc) must not loosen peer checks for the consumer.
-  execFileSync(command, commandArgs, {
-    cwd,
-    stdio: 'inherit',
-    env: { ...process.env, npm_config_legacy_peer_deps: 'false', npm_config_force: 'false', ...env },
-  });
+  execFileSync(command, commandArgs, { cwd, stdio: 'inherit', env: commandEnv(env) });
+}
+
+/** npm_config_* from an outer `npm run` (or a user's .npmrc) must not loosen peer checks for the consumer. */
+function commandEnv(env) {
+  return { ...process.env, npm_config_legacy_peer_deps: 'false', npm_config_force: 'false', ...env };
 }
 
 /**
@@ -73,7 +73,7 @@ function runPrefixed(prefix, command, commandArgs, cwd, env = {}) {
     const child = spawn(command, commandArgs, {
       cwd,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, npm_config_legacy_peer_deps: 'false', npm_config_force: 'false', ...env },
+      env: commandEnv(env),
     });
     for (const stream of [child.stdout, child.stderr]) {
       let pending = '';
