@@ -48,8 +48,9 @@ export class BackendCalls {
    * reason when `signal` aborts or `onWait`'s abort function is called.
    *
    * Every uncontended acquire on a backend without `tryBeforeWait` (memory, etcd, ZooKeeper) comes through
-   * here, so it costs a (recycled) controller, two promises and one timer of its own: the timer aborts the
-   * backend's wait at the deadline and is then re-armed as the grace for a backend that ignores the abort.
+   * here, so it costs a (recycled) controller and three promises of its own; a wait still under way one
+   * microtask later also gets a timer, which aborts the backend's wait at the deadline and is then re-armed as
+   * the grace for a backend that ignores the abort.
    */
   waitForGrant(
     request: AcquireRequest,
@@ -88,11 +89,7 @@ export class BackendCalls {
         timer = setTimeout(giveUp, BACKEND_ABORT_GRACE_MS);
       };
       const onSignal = () => abort(signal!.reason, true);
-      // Armed at once, not in the step below: a wait's deadline must not slip behind timers set in the meantime.
-      let timer: NodeJS.Timeout | undefined =
-        remaining <= MAX_TIMER_DELAY
-          ? setTimeout(() => abort(new LockTimeoutError(request.key, waitTimeout), false), remaining)
-          : undefined;
+      let timer: NodeJS.Timeout | undefined;
       attempt.then(
         (grant) => {
           if (settled) return; // given up on: releaseLateGrant frees it
@@ -112,12 +109,16 @@ export class BackendCalls {
           reject(cancelled && error === cancelReason ? error : this.asLockError('acquire', error));
         },
       );
-      // The caller's signal and `onWait` are set up one microtask later, and only if the key is still not
-      // granted: on a backend that grants a free key at once (memory), the reaction above has run by then, so an
-      // uncontended acquire adds no listener (a 'close' listener on the response costs some 3 µs).
-      if (!signal && !onWait) return;
+      // The deadline, the caller's signal and `onWait` are set up one microtask later, and only if the key is
+      // still not granted: on a backend that grants a free key at once (memory), the reaction above has run by
+      // then, so an uncontended acquire arms no timer and adds no listener (a 'close' listener on the response
+      // costs some 3 µs). The microtask runs in the same turn of the event loop, whose clock timers count from,
+      // so the deadline does not move.
       afterMicrotask(() => {
         if (settled) return;
+        if (remaining <= MAX_TIMER_DELAY) {
+          timer = setTimeout(() => abort(new LockTimeoutError(request.key, waitTimeout), false), remaining);
+        }
         signal?.addEventListener('abort', onSignal, { once: true });
         if (signal?.aborted) onSignal();
         try {

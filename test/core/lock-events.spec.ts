@@ -15,7 +15,13 @@ describe('LockService.events$ and maxHold', () => {
       await expect(locks.acquire('file:1', { waitTimeout: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
       await lock.release();
     }, 'req-42');
-    expect(events.map((e) => e.type)).toEqual(['acquired', 'renewed', 'timeout', 'released']);
+    // The wait's deadline and the next renewal fall due at about the same time: either may come first.
+    const types = events.map((e) => e.type);
+    expect(types[0]).toBe('acquired');
+    expect(types[1]).toBe('renewed');
+    expect(types.at(-1)).toBe('released');
+    expect(types.filter((type) => type === 'timeout')).toHaveLength(1);
+    expect(types.slice(1, -1).every((type) => type === 'renewed' || type === 'timeout')).toBe(true);
     for (const event of events) {
       expect(event).toMatchObject({
         key: 'file:1',
@@ -26,12 +32,9 @@ describe('LockService.events$ and maxHold', () => {
       });
       expect(event.holder).toMatch(/\/\d+\/api-1$/);
     }
-    const [acquired, , timeout, released] = events as [
-      Extract<LockEvent, { type: 'acquired' }>,
-      unknown,
-      Extract<LockEvent, { type: 'timeout' }>,
-      Extract<LockEvent, { type: 'released' }>,
-    ];
+    const acquired = events[0] as Extract<LockEvent, { type: 'acquired' }>;
+    const timeout = events.find((event) => event.type === 'timeout') as Extract<LockEvent, { type: 'timeout' }>;
+    const released = events.at(-1) as Extract<LockEvent, { type: 'released' }>;
     expect(acquired.fencingToken).toBe(1n);
     expect(acquired.waitTime).toBeGreaterThanOrEqual(0);
     expect(timeout.waitTime).toBeGreaterThanOrEqual(40);
