@@ -168,6 +168,50 @@ describe('ZooKeeperLockBackend queue', () => {
     await waiterBackend.release(held(waiter, grant));
   });
 
+  it('a node deleted as soon as it is created is never held unnoticed: the grant is reported lost, or holds a node that exists', async () => {
+    // An uncontended grant does not wait for the read that watches its node (QueueEntry.join); a deletion that
+    // lands before that read must still reach the holder.
+    const backend = newBackend();
+    const key = 'vanishing';
+    const path = lockPath('locks', key);
+    // The lock path stays after a release (emptied paths are swept 10 s later), so the admin can watch it.
+    const warm = lockRequest(key);
+    await backend.release(held(warm, (await backend.tryAcquire(warm))!));
+    for (let round = 0; round < 12; round++) {
+      // Deletes the contender that appears next, as soon as the admin hears of it (the watch is set first).
+      let deleting!: Promise<void>;
+      await new Promise<void>((watching, reject) => {
+        deleting = new Promise<void>((deleted) =>
+          admin.client.getChildren(
+            path,
+            () =>
+              void admin
+                .children(path)
+                .then((names) =>
+                  Promise.all(names.map((name) => admin.remove(`${path}/${name}`).catch(() => undefined))),
+                )
+                .then(() => deleted()),
+            (error) => (error ? reject(error instanceof Error ? error : new Error(String(error))) : watching()),
+          ),
+        );
+      });
+      const request = lockRequest(key);
+      const grant = await backend.acquire(request, never());
+      let lost = false;
+      const stop = backend.observe(held(request, grant), (event) => {
+        if (event.type === 'lost') lost = true;
+      });
+      await deleting;
+      await eventually(
+        async () => lost || (await admin.stat(stateOf(grant).nodePath)) !== null,
+        `round ${round}: the grant is reported lost, or its node exists`,
+        5_000,
+      );
+      stop();
+      await backend.release(held(request, grant));
+    }
+  });
+
   it('tryAcquire on a held key resolves null and leaves no node behind', async () => {
     const backend = newBackend();
     const holder = lockRequest('try');

@@ -7,6 +7,8 @@ interface Entry {
   readonly sessionId: string;
   readonly listeners: Set<() => void>;
   readonly watcher: (event: ZkEvent) => void;
+  /** Found gone by the read that set the watch (see gone()): every listener, also a later one, hears of it. */
+  gone?: boolean;
 }
 
 /**
@@ -37,8 +39,27 @@ export class OwnNodeWatches {
   onDeleted(path: string, listener: () => void): () => void {
     const entry = this.entries.get(path);
     if (!entry) return () => undefined;
+    if (entry.gone) {
+      let removed = false;
+      queueMicrotask(() => removed || listener());
+      return () => (removed = true);
+    }
     entry.listeners.add(listener);
     return () => entry.listeners.delete(listener);
+  }
+
+  /**
+   * The read that set the watch found the node gone, after the lock was granted without waiting for that read
+   * (see QueueEntry.join). No watch will fire, so the entry stays, marked, for the handle that may not observe
+   * yet; whoever ends the lock forgets it.
+   */
+  gone(path: string): void {
+    const entry = this.entries.get(path);
+    if (!entry || entry.gone) return;
+    entry.gone = true;
+    const listeners = [...entry.listeners];
+    entry.listeners.clear();
+    for (const listener of listeners) listener();
   }
 
   /** The watch could not be set (the call failed, or the node was gone): nothing will ever fire for it. */

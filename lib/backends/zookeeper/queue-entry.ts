@@ -9,6 +9,8 @@ import { zxidOf } from './zookeeper-lock-state';
 import { findOwnNode, namespacePath } from './zookeeper-node-layout';
 import { AcquisitionContext, Contender, ContenderRecipe, MAX_PARENT_ATTEMPTS } from './zookeeper-queue';
 
+type Listing = { readonly children: string[]; readonly stat: Stat };
+
 /** How long a failed or aborted acquire waits for its node's delete before it rejects. */
 const ABANDON_WAIT_MS = 2_000;
 
@@ -31,7 +33,12 @@ export class QueueEntry {
     private readonly recipe?: ContenderRecipe,
   ) {}
 
-  /** Creates our node (and the lock path if missing) and reads its Stat, which also watches it. */
+  /**
+   * Creates our node (and the lock path if missing) and reads its Stat, which also watches it. The listing of the
+   * lock path goes out right behind the create, in the same pipeline (a session's requests run in order, so it
+   * sees our node). When it shows our node alone, the lock is ours with no further round trip: the fencing token
+   * is then the lock path's pzxid (see aloneIn), and the Stat read finishes in the background.
+   */
   async join(): Promise<Contender> {
     const { session } = this.ctx;
     let parentAttempts = 0;
@@ -39,6 +46,8 @@ export class QueueEntry {
     for (;;) {
       if (this.control.signal.aborted) throw this.control.signal.reason;
       let path: string;
+      let listing: Promise<Listing | null> | undefined;
+      let sentAt = monotonicNow();
       try {
         this.mayOwnNode = true;
         // After a NO_NODE, the lock path goes out in the same pipeline, ahead of our node: one round trip.
@@ -48,6 +57,9 @@ export class QueueEntry {
           this.recipe?.nodeData ?? this.ctx.nodeData,
           CREATE_MODE.EPHEMERAL_SEQUENTIAL,
         );
+        sentAt = monotonicNow();
+        listing = session.getChildrenAndStat(this.parent);
+        listing.catch(() => undefined);
         path = await this.control.server(Promise.all([parents, created]).then(([, node]) => node));
       } catch (error) {
         if (isZkError(error, ZK_ERROR.NO_NODE) && ++parentAttempts <= MAX_PARENT_ATTEMPTS) continue;
@@ -56,26 +68,68 @@ export class QueueEntry {
         const found = await this.findOwn(++failures, error);
         if (found === undefined) continue;
         path = `${this.parent}/${found}`;
+        // That listing went out before the create was known to have happened.
+        listing = undefined;
       }
       this.ownPath = path;
+      const name = path.slice(this.parent.length + 1);
+      // The session the create ran on: a new session would have failed it.
+      const sessionId = session.sessionId;
       const reading = this.readOwnNode(path);
-      const sentAt = monotonicNow();
-      const children = session.getChildren(this.parent);
-      children.catch(() => undefined);
+      if (listing === undefined) {
+        sentAt = monotonicNow();
+        listing = session.getChildrenAndStat(this.parent);
+        listing.catch(() => undefined);
+      }
+      const alone = this.recipe || sessionId === undefined ? undefined : await this.aloneIn(listing, name);
+      if (alone !== undefined && sessionId !== undefined) {
+        this.control.queued = true;
+        this.ctx.track(this.watchInBackground(path, reading));
+        return { path, name, sessionId, czxid: alone, firstListing: { children: Promise.resolve([name]), sentAt } };
+      }
       const stat = await reading;
       if (stat === null) {
         // Gone already: the session expired in between. Start over.
+        this.ctx.ownNodes.forget(path);
         this.ownPath = undefined;
         continue;
       }
       this.control.queued = true;
       return {
         path,
-        name: path.slice(this.parent.length + 1),
+        name,
         sessionId: hex(stat.ephemeralOwner),
         czxid: zxidOf(stat.czxid),
-        firstListing: { children, sentAt },
+        firstListing: { children: listing.then((seen) => seen?.children ?? null), sentAt },
       };
+    }
+  }
+
+  /**
+   * The lock path's pzxid (the zxid of its last child create or delete) when the listing shows our node alone,
+   * else undefined. It is the node's own czxid unless another node came and went after ours, and it is just as
+   * good a fencing token: every grant on this path before ours was of a node deleted before this listing (so
+   * its token is smaller than that delete's zxid, which the pzxid is at least), and every grant after ours is
+   * of a node created after this listing (so its czxid, and any pzxid it takes, is larger). A listing that
+   * fails or shows anyone else leaves the decision to the usual path.
+   */
+  private async aloneIn(listing: Promise<Listing | null>, name: string): Promise<bigint | undefined> {
+    let seen: Listing | null;
+    try {
+      seen = await this.control.server(listing);
+    } catch {
+      return undefined;
+    }
+    if (seen === null || seen.children.length !== 1 || seen.children[0] !== name) return undefined;
+    return zxidOf(seen.stat.pzxid);
+  }
+
+  /** After a grant without waiting for it: our node's watch, and a loss if the node turns out to be gone already. */
+  private async watchInBackground(path: string, reading: Promise<Stat | null>): Promise<void> {
+    try {
+      if ((await reading) === null) this.ctx.ownNodes.gone(path);
+    } catch {
+      // No watch (readOwnNode forgot it): the handle still learns of a deletion at its next renewal.
     }
   }
 
@@ -85,9 +139,7 @@ export class QueueEntry {
     for (;;) {
       const watcher = this.ctx.ownNodes.watcherFor(path, this.ctx.session.sessionId ?? '');
       try {
-        const stat = await this.control.server(this.ctx.session.watchNode(path, watcher));
-        if (stat === null) this.ctx.ownNodes.forget(path);
-        return stat;
+        return await this.control.server(this.ctx.session.watchNode(path, watcher));
       } catch (error) {
         this.ctx.ownNodes.forget(path);
         if (isSessionExpired(error)) return null;
@@ -139,7 +191,8 @@ export class QueueEntry {
     this.ownPath = undefined;
     const cleanUp = async () => {
       if (path) {
-        await session.remove(path);
+        // Gone already (see join's background read): no watch event will end its entry.
+        if (!(await session.remove(path))) this.ctx.ownNodes.forget(path);
         return;
       }
       const children = (await session.getChildren(this.parent)) ?? [];

@@ -158,6 +158,8 @@ export class ZooKeeperLockBackend implements LockBackend {
     if (state.sessionId !== this.session.sessionId) return false;
     try {
       const deleted = await this.session.remove(state.nodePath);
+      // Gone already: no watch event will end its entry.
+      if (!deleted) this.ownNodes.forget(state.nodePath);
       this.sweeper.add(state.nodePath.slice(0, state.nodePath.lastIndexOf('/')));
       if (state.semaphorePath !== undefined) {
         this.sweeper.add(`${state.semaphorePath}/${SEMAPHORE_GATE}`);
@@ -215,7 +217,10 @@ export class ZooKeeperLockBackend implements LockBackend {
           end('its ZooKeeper session expired, and the server deleted the lock node with it');
         }
       }),
-      this.ownNodes.onDeleted(state.nodePath, () => end('its node was deleted on the ZooKeeper server')),
+      this.ownNodes.onDeleted(state.nodePath, () => {
+        this.ownNodes.forget(state.nodePath);
+        end('its node was deleted on the ZooKeeper server');
+      }),
     );
     return stop;
   }

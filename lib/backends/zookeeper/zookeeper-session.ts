@@ -48,6 +48,18 @@ export class ZooKeeperSession extends ZooKeeperConnection {
     }
   }
 
+  /** As getChildren, with the node's Stat (its pzxid: the zxid of the last create or delete of a child). */
+  async getChildrenAndStat(path: string): Promise<{ children: string[]; stat: Stat } | null> {
+    try {
+      return await this.call<{ children: string[]; stat: Stat }>((client, done) =>
+        client.getChildren(path, (error, children, stat) => done(error, { children, stat })),
+      );
+    } catch (error) {
+      if (isZkError(error, ZK_ERROR.NO_NODE)) return null;
+      throw error;
+    }
+  }
+
   /**
    * Reads the node and leaves a one-shot watch on it (fires on change or deletion); resolves its Stat, or
    * null, leaving no watch behind, when the node is already gone. Curator uses getData rather than exists for
