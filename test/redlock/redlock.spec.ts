@@ -270,7 +270,8 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
   it('leaves no key behind on any instance once ttl + fenceRetention passed, and none without expiry before', async () => {
     const locks = service({ fenceRetention: 200 });
     const names = Array.from({ length: 50 }, (_, index) => `order:${index}`);
-    const handles = await Promise.all(names.map((name) => locks.acquire(name, { ttl: 500, waitTimeout: 0 })));
+    // A ttl of 2 s gives each instance up to 1 s to answer (ttl / 2): 50 acquires at once on a loaded machine.
+    const handles = await Promise.all(names.map((name) => locks.acquire(name, { ttl: 2_000, waitTimeout: 0 })));
     // A grant needs only a majority: an instance that answered late has its copy released (onLate), so on a
     // loaded machine one minority instance may hold nothing. Every key present must still expire.
     let holding = 0;
@@ -283,7 +284,7 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     expect(holding).toBeGreaterThanOrEqual(quorum);
     await Promise.all(handles.map((handle) => handle.release()));
     for (const admin of admins)
-      await eventually(async () => (await admin.keys(`${ns}:*`)).length === 0, 500 + 200 + 3_000);
+      await eventually(async () => (await admin.keys(`${ns}:*`)).length === 0, 2_000 + 200 + 3_000);
   });
 
   it('read/write locks: readers share a quorum, writers exclude them', async () => {
