@@ -2,7 +2,7 @@
  * `npm run bench`: ours against the peer libraries and the raw round-trip limits, in one run against a
  * fresh redis-server and etcd that the bench starts on free loopback ports and stops at the end.
  *
- *   node --require ./test/support/ts-register.js bench/run.ts [--quick] [--only=uncontended,hot-key,many-keys,renewing,http,xproc,footprint] [--stores=redis,etcd]
+ *   node --require ./test/support/ts-register.js bench/run.ts [--quick] [--only=uncontended,hot-key,many-keys,renewing,http,xproc,footprint] [--stores=redis,etcd,zookeeper]
  *
  * A full run prints every table and writes bench/RESULTS.md. --quick (shorter runs), --only and --stores print
  * without writing, unless --out=<file> is given.
@@ -13,7 +13,7 @@ import { join, relative } from 'node:path';
 import { describeLoad, describeMachine, MachineInfo } from './lib/machine';
 import { failedSection, renderSection, renderTable, Section } from './lib/report';
 import { BenchServers } from './lib/servers';
-import { ADAPTERS as ALL_ADAPTERS, withNodeRedisRow } from './peers/registry';
+import { ADAPTERS as ALL_ADAPTERS, withNodeRedisRow, ZOOKEEPER_UNCONTENDED } from './peers/registry';
 import { etcd3Lock } from './peers/etcd3-lock';
 import { oursEtcd, oursRedis, oursRedisFifo, oursRedisNodeRedis, oursRedlockOneMaster } from './peers/ours';
 import { redisSemaphore } from './peers/redis-semaphore';
@@ -85,7 +85,7 @@ const COMMAND = 'node --require ./test/support/ts-register.js bench/run.ts';
 interface Options {
   readonly quick: boolean;
   readonly only: readonly Scenario[];
-  /** Only the libraries on these stores (every scenario still starts both servers). */
+  /** Only the libraries on these stores (every scenario still starts all three servers). */
   readonly stores: readonly string[];
   readonly out: string | undefined;
 }
@@ -94,7 +94,7 @@ function parseOptions(argv: readonly string[]): Options {
   let quick = false;
   let only: Scenario[] = [...SCENARIOS];
   let out: string | undefined;
-  let stores = ['redis', 'etcd'];
+  let stores = ['redis', 'etcd', 'zookeeper'];
   for (const argument of argv) {
     if (argument === '--quick') quick = true;
     else if (argument.startsWith('--only=')) {
@@ -109,7 +109,7 @@ function parseOptions(argv: readonly string[]): Options {
         `unknown argument ${argument}. Usage: ${COMMAND} [--quick] [--only=${SCENARIOS.join(',')}] [--out=file]`,
       );
   }
-  const partial = quick || only.length < SCENARIOS.length || stores.length < 2;
+  const partial = quick || only.length < SCENARIOS.length || stores.length < 3;
   return { quick, only, stores, out: out ?? (partial ? undefined : join(__dirname, 'RESULTS.md')) };
 }
 
@@ -128,7 +128,7 @@ async function main(): Promise<void> {
   const adapters = ALL_ADAPTERS.filter((spec) => options.stores.includes(spec.store));
   const servers = await BenchServers.start();
   console.log(
-    `bench: redis-server ${servers.redis.url}, etcd ${servers.etcd.endpoint}${options.quick ? ' (quick)' : ''}\n`,
+    `bench: redis-server ${servers.redis.url}, etcd ${servers.etcd.endpoint}, ZooKeeper ${servers.zookeeper.connectionString}${options.quick ? ' (quick)' : ''}\n`,
   );
   const step = async <T>(
     name: Scenario,
@@ -152,7 +152,15 @@ async function main(): Promise<void> {
     await step(
       'uncontended',
       '1. Uncontended',
-      () => uncontended(servers, withNodeRedisRow(adapters), settings.uncontended),
+      () =>
+        uncontended(
+          servers,
+          [
+            ...withNodeRedisRow(adapters),
+            ...ZOOKEEPER_UNCONTENDED.filter((spec) => options.stores.includes(spec.store)),
+          ],
+          settings.uncontended,
+        ),
       (rows) => (results.uncontended = rows),
     );
     await step(

@@ -1,31 +1,44 @@
+import { connect } from 'node:net';
 import Redis from 'ioredis';
 import { startEtcd, TestEtcdServer } from '../../test/support/etcd-server';
 import { startRedis, TestRedisServer } from '../../test/support/redis-server';
+import { startZooKeeper, TestZooKeeperServer } from '../../test/support/zookeeper-server';
 import type { BenchEnv, Store } from '../peers/adapter';
 
-/** Fresh redis-server and etcd on free loopback ports (never 6379/2379), with temp data dirs. */
+/**
+ * Fresh redis-server, etcd and ZooKeeper on free loopback ports (never 6379/2379/2181), with temp data dirs.
+ * ZooKeeper fsyncs every write, as in production and as etcd does here; it allows `mntr` for request counts.
+ */
 export class BenchServers {
   private constructor(
     readonly redis: TestRedisServer,
     readonly etcd: TestEtcdServer,
+    readonly zookeeper: TestZooKeeperServer,
     /** For INFO only; the libraries under test use their own connections. */
     private readonly monitor: Redis,
   ) {}
 
   static async start(): Promise<BenchServers> {
-    const redis = await startRedis();
-    let etcd: TestEtcdServer;
+    const started: { stop(): Promise<unknown> }[] = [];
     try {
-      etcd = await startEtcd();
+      const redis = await startRedis();
+      started.push(redis);
+      const etcd = await startEtcd();
+      started.push(etcd);
+      const zookeeper = await startZooKeeper({ forceSync: true, fourLetterWords: ['mntr'] });
+      return new BenchServers(redis, etcd, zookeeper, new Redis(redis.url));
     } catch (error) {
-      await redis.stop();
+      await Promise.allSettled(started.map((server) => server.stop()));
       throw error;
     }
-    return new BenchServers(redis, etcd, new Redis(redis.url));
   }
 
   get env(): BenchEnv {
-    return { redisUrl: this.redis.url, etcdEndpoint: this.etcd.endpoint };
+    return {
+      redisUrl: this.redis.url,
+      etcdEndpoint: this.etcd.endpoint,
+      zookeeperConnectionString: this.zookeeper.connectionString,
+    };
   }
 
   /** Calls per Redis command since start (`INFO commandstats`). Commands run inside Lua scripts count too. */
@@ -80,15 +93,36 @@ export class BenchServers {
     return match ? Number(match[1]) : NaN;
   }
 
+  /** Requests ZooKeeper received since start (`mntr` zk_packets_received; a session's pings count too). */
+  async zookeeperRequestCounts(): Promise<Map<string, number>> {
+    const [host, port] = this.zookeeper.connectionString.split(':');
+    const text = await fourLetterWord(host, Number(port), 'mntr');
+    const match = /^zk_packets_received\s+(\d+)$/m.exec(text);
+    return new Map([['packets', match ? Number(match[1]) : NaN]]);
+  }
+
   /** The server-side call counts of `store`, for per-operation and per-second deltas. */
   counts(store: Store): Promise<Map<string, number>> {
-    return store === 'redis' ? this.redisCommandCounts() : this.etcdRequestCounts();
+    if (store === 'redis') return this.redisCommandCounts();
+    return store === 'etcd' ? this.etcdRequestCounts() : this.zookeeperRequestCounts();
   }
 
   async stop(): Promise<void> {
     this.monitor.disconnect();
-    await Promise.allSettled([this.redis.stop(), this.etcd.stop()]);
+    await Promise.allSettled([this.redis.stop(), this.etcd.stop(), this.zookeeper.stop()]);
   }
+}
+
+/** Sends a four-letter word to ZooKeeper and resolves what it answers before closing the connection. */
+function fourLetterWord(host: string, port: number, word: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host, port }, () => socket.end(word));
+    const chunks: Buffer[] = [];
+    socket.setTimeout(5_000, () => socket.destroy(new Error(`no answer to ${word} within 5 s`)));
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+  });
 }
 
 /** Per-command difference of two count snapshots, ignoring our own INFO calls. */

@@ -2,6 +2,8 @@
 export interface BenchEnv {
   readonly redisUrl: string;
   readonly etcdEndpoint: string;
+  /** `127.0.0.1:<port>`, what node-zookeeper-client takes. */
+  readonly zookeeperConnectionString: string;
 }
 
 export interface AdapterOptions {
@@ -25,7 +27,7 @@ export interface LockAdapter<Handle = unknown> {
 
 /** 'diagnostic' rows explain a figure (e.g. our backend without the core) and never count as a peer or limit. */
 export type Role = 'ours' | 'peer' | 'limit' | 'diagnostic';
-export type Store = 'redis' | 'etcd';
+export type Store = 'redis' | 'etcd' | 'zookeeper';
 
 export interface AdapterSpec {
   readonly name: string;

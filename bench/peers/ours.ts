@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { Etcd3 } from 'etcd3';
 import Redis from 'ioredis';
-import { EtcdLockBackend, LockHandle, LockService, RedisLockBackend, RedlockBackend } from '../../lib';
+import {
+  EtcdLockBackend,
+  LockHandle,
+  LockService,
+  RedisLockBackend,
+  RedlockBackend,
+  ZooKeeperLockBackend,
+} from '../../lib';
 import type { AdapterOptions, AdapterSpec, BenchEnv, LockAdapter } from './adapter';
 
 /** Long enough that no contender gives up inside a timed run; the bench bounds runs by time instead. */
@@ -32,7 +39,10 @@ class OursAdapter implements LockAdapter<LockHandle> {
   }
 }
 
-function service(backend: RedisLockBackend | RedlockBackend | EtcdLockBackend, options: AdapterOptions): LockService {
+function service(
+  backend: RedisLockBackend | RedlockBackend | EtcdLockBackend | ZooKeeperLockBackend,
+  options: AdapterOptions,
+): LockService {
   return new LockService(backend, { keyPrefix: 'bench', defaults: { ttl: options.ttl, waitTimeout: WAIT_TIMEOUT_MS } });
 }
 
@@ -187,6 +197,57 @@ export const oursEtcdBackendOnly: AdapterSpec = {
         await backend.close();
         client.close();
       },
+    } satisfies LockAdapter<BackendHandle & { state: unknown }>;
+  },
+};
+
+/** Session timeout of the ZooKeeper rows: the backend's default would do; spelled out as the raw row's. */
+const ZOOKEEPER_SESSION_MS = 10_000;
+
+export const oursZooKeeper: AdapterSpec = {
+  name: 'ours (LockService, ZooKeeper)',
+  store: 'zookeeper',
+  role: 'ours',
+  waiting: "Curator's InterProcessMutex queue: watches its predecessor only",
+  waits: true,
+  renews: true,
+  async create(env: BenchEnv, options: AdapterOptions) {
+    const backend = new ZooKeeperLockBackend({
+      connectionString: env.zookeeperConnectionString,
+      sessionTimeout: ZOOKEEPER_SESSION_MS,
+    });
+    return new OursAdapter(this.name, service(backend, options), () => backend.close());
+  },
+};
+
+/**
+ * Our ZooKeeper backend called directly (tryAcquire + release), without LockService, LockHandle and watchdog:
+ * the gap to the LockService row is the core's cost, the gap to the raw limit the backend's (issue 18).
+ */
+export const oursZooKeeperBackendOnly: AdapterSpec = {
+  name: 'ours: ZooKeeperLockBackend only (no core)',
+  store: 'zookeeper',
+  role: 'diagnostic',
+  waiting: 'does not wait (tryAcquire)',
+  waits: false,
+  renews: false,
+  async create(env: BenchEnv, options: AdapterOptions) {
+    const backend = new ZooKeeperLockBackend({
+      connectionString: env.zookeeperConnectionString,
+      sessionTimeout: ZOOKEEPER_SESSION_MS,
+    });
+    return {
+      name: this.name,
+      async acquire(key: string): Promise<BackendHandle & { state: unknown }> {
+        const request = { namespace: 'bench', key, token: randomUUID(), ttl: options.ttl };
+        const grant = await backend.tryAcquire(request);
+        if (!grant) throw new Error(`${key} is busy: the backend-only row is for uncontended runs`);
+        return { ...request, fencingToken: grant.fencingToken, state: grant.state };
+      },
+      async release(handle: BackendHandle & { state: unknown }): Promise<void> {
+        await backend.release(handle);
+      },
+      close: () => backend.close(),
     } satisfies LockAdapter<BackendHandle & { state: unknown }>;
   },
 };

@@ -8,9 +8,12 @@ import {
   oursRedisFifo,
   oursRedisNodeRedis,
   oursRedlockOneMaster,
+  oursZooKeeper,
+  oursZooKeeperBackendOnly,
 } from './ours';
 import { rawEtcd, rawEtcdSession } from './raw-etcd';
 import { rawRedis } from './raw-redis';
+import { rawZooKeeper } from './raw-zookeeper';
 import { redisSemaphore } from './redis-semaphore';
 import { redlockUniversal } from './redlock-universal';
 import { redlockV4 } from './redlock-v4';
@@ -31,6 +34,9 @@ export const ADAPTERS: readonly AdapterSpec[] = [
   rawEtcd,
   rawEtcdSession,
 ];
+
+/** ZooKeeper: no Node lock library to compare with, so only the uncontended scenario runs it, against raw calls. */
+export const ZOOKEEPER_UNCONTENDED: readonly AdapterSpec[] = [oursZooKeeper, oursZooKeeperBackendOnly, rawZooKeeper];
 
 /** Other configurations of ours, run only where a scenario asks for them (forked workers find them by name too). */
 export const VARIANTS: readonly AdapterSpec[] = [oursRedisFifo, oursRedlockOneMaster, oursRedisNodeRedis];

@@ -47,7 +47,7 @@ export async function uncontended(
 ): Promise<{ section: Section; rows: UncontendedRow[] }> {
   const tables: Table[] = [];
   const all: UncontendedRow[] = [];
-  for (const store of ['redis', 'etcd'] as Store[]) {
+  for (const store of ['redis', 'etcd', 'zookeeper'] as Store[]) {
     const storeSpecs = specs.filter((candidate) => candidate.store === store);
     if (storeSpecs.length === 0) continue;
     const entrants = await inRounds(storeSpecs, plan(servers, settings));
@@ -203,9 +203,27 @@ function toRow(
   };
 }
 
+const TITLES: Record<Store, string> = { redis: 'Redis', etcd: 'etcd', zookeeper: 'ZooKeeper' };
+
+const CALL_NOTES: Record<Store, string> = {
+  redis:
+    'server cmds/op counts every command Redis executed (INFO commandstats), including those run inside Lua scripts. ' +
+    'server µs/op: the median over the rounds of the server time per cycle (commandstats usec of EVALSHA/EVAL, which includes ' +
+    'the commands a script runs, or of every command when no script ran); vs limit: the median per-round ratio (lower is cheaper).',
+  etcd:
+    'server reqs/op counts gRPC messages etcd received (/metrics grpc_server_msg_received_total); Raft writes/op counts ' +
+    'the proposals etcd committed (etcd_server_proposals_committed_total): each put, delete, write txn, lease grant or revoke is one fsynced write.',
+  zookeeper:
+    'ZooKeeper 3.8 with forceSync=yes (every write fsynced, as in production). server reqs/op counts the requests it received ' +
+    '(mntr zk_packets_received, session pings included). The limit creates an ephemeral sequential node and deletes it: no ' +
+    'queue position, fencing token or watch. Ours adds a listing of the lock path (pipelined behind the create) and a read ' +
+    'of its node that sets the watch on it (in the background when the node is alone); neither is a write.',
+};
+
 function table(store: Store, rows: UncontendedRow[], failures: Failure[]): Table {
   const calls = store === 'redis' ? 'server cmds/op' : 'server reqs/op';
   const redis = store === 'redis';
+  const etcd = store === 'etcd';
   const headers = [
     'library',
     'cycle p50 ms',
@@ -216,19 +234,11 @@ function table(store: Store, rows: UncontendedRow[], failures: Failure[]): Table
     'vs limit',
     'vs best peer',
     calls,
-    ...(redis ? ['server µs/op', 'server µs vs limit'] : ['Raft writes/op']),
+    ...(redis ? ['server µs/op', 'server µs vs limit'] : etcd ? ['Raft writes/op'] : []),
   ];
   return {
-    title: store === 'redis' ? 'Redis' : 'etcd',
-    notes: [
-      store === 'redis'
-        ? 'server cmds/op counts every command Redis executed (INFO commandstats), including those run inside Lua scripts. ' +
-          'server µs/op: the median over the rounds of the server time per cycle (commandstats usec of EVALSHA/EVAL, which includes ' +
-          'the commands a script runs, or of every command when no script ran); vs limit: the median per-round ratio (lower is cheaper).'
-        : 'server reqs/op counts gRPC messages etcd received (/metrics grpc_server_msg_received_total); Raft writes/op counts ' +
-          'the proposals etcd committed (etcd_server_proposals_committed_total): each put, delete, write txn, lease grant or revoke is one fsynced write.',
-      ...failureNotes(failures),
-    ],
+    title: TITLES[store],
+    notes: [CALL_NOTES[store], ...failureNotes(failures)],
     headers,
     rows: [
       ...rows.map((row) => [
@@ -243,7 +253,9 @@ function table(store: Store, rows: UncontendedRow[], failures: Failure[]): Table
         num(row.serverCallsPerOp, 1),
         ...(redis
           ? [row.serverUsPerOp === undefined ? 'n/a' : num(row.serverUsPerOp, 2), ratio(row.serverUsVsLimit)]
-          : [num(row.raftWritesPerOp ?? NaN, 2)]),
+          : etcd
+            ? [num(row.raftWritesPerOp ?? NaN, 2)]
+            : []),
       ]),
       ...failures.map((failure) => failedRow(failure, headers.length)),
     ],

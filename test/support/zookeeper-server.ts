@@ -34,6 +34,8 @@ export interface ZooKeeperServerOptions {
   tickTime?: number;
   /** fsync the transaction log on every write, as production does (default false: test data is thrown away). */
   forceSync?: boolean;
+  /** Four-letter-word commands to allow (e.g. 'mntr' for the bench's request counts); default none. */
+  fourLetterWords?: readonly string[];
 }
 
 /** pause() stops the server's session clock too. */
@@ -55,7 +57,7 @@ const JAVA_OPTIONS = [
 
 /**
  * Starts a standalone ZooKeeper 3.8 (Debian's `zookeeper` package) on a free loopback port with a temp data
- * dir, no admin server and no four-letter-word commands, and waits until it grants a session.
+ * dir, no admin server and no four-letter-word commands (unless asked for), and waits until it grants a session.
  * Start one per spec file: the JVM takes a second or two.
  */
 export async function startZooKeeper(options: ZooKeeperServerOptions = {}): Promise<TestZooKeeperServer> {
@@ -63,12 +65,13 @@ export async function startZooKeeper(options: ZooKeeperServerOptions = {}): Prom
   const classpath = zookeeperServerClasspath();
   const tickTime = options.tickTime ?? 500;
   const forceSync = options.forceSync ?? false;
+  const fourLetterWords = options.fourLetterWords ?? [];
   return retryOnPortTaken(async () => {
     const port = await freeTestPort();
     // The port in the dir name puts it on the JVM's command line, which is what orphan reaping checks.
     const dir = serverDir(`zookeeper-${port}`);
     try {
-      const server = await launch(java, classpath, port, tickTime, forceSync, dir);
+      const server = await launch(java, classpath, port, tickTime, { forceSync, fourLetterWords }, dir);
       return wrap(server, port, tickTime, dir);
     } catch (error) {
       removeServerDir(dir);
@@ -112,7 +115,7 @@ async function launch(
   classpath: string,
   port: number,
   tickTime: number,
-  forceSync: boolean,
+  { forceSync, fourLetterWords }: { forceSync: boolean; fourLetterWords: readonly string[] },
   dir: string,
 ): Promise<SpawnedServer> {
   const dataDir = join(dir, 'data');
@@ -126,7 +129,7 @@ async function launch(
       `clientPort=${port}`,
       'clientPortAddress=127.0.0.1',
       'admin.enableServer=false',
-      '4lw.commands.whitelist=',
+      `4lw.commands.whitelist=${fourLetterWords.join(',')}`,
       'maxClientCnxns=0',
       `forceSync=${forceSync ? 'yes' : 'no'}`,
       '',
