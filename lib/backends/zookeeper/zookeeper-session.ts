@@ -40,15 +40,13 @@ export class ZooKeeperSession extends ZooKeeperConnection {
 
   /** The children's names (unsorted), or null when the node does not exist. */
   async getChildren(path: string): Promise<string[] | null> {
-    try {
-      return await this.call<string[]>((client, done) => client.getChildren(path, done));
-    } catch (error) {
-      if (isZkError(error, ZK_ERROR.NO_NODE)) return null;
-      throw error;
-    }
+    return (await this.getChildrenAndStat(path))?.children ?? null;
   }
 
-  /** As getChildren, with the node's Stat (its pzxid: the zxid of the last create or delete of a child). */
+  /**
+   * As getChildren, with the node's Stat (its pzxid: the zxid of the last create or delete of a child).
+   * node-zookeeper-client sends GetChildren2 either way, so the Stat costs nothing extra.
+   */
   async getChildrenAndStat(path: string): Promise<{ children: string[]; stat: Stat } | null> {
     try {
       return await this.call<{ children: string[]; stat: Stat }>((client, done) =>
