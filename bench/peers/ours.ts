@@ -132,6 +132,29 @@ interface BackendHandle {
   readonly token: string;
   readonly ttl: number;
   readonly fencingToken: bigint;
+  readonly state?: unknown;
+}
+
+/** A backend row without the core: tryAcquire + release on a free key (the uncontended scenario only). */
+function tryAcquireAdapter(
+  name: string,
+  backend: RedisLockBackend | ZooKeeperLockBackend,
+  options: AdapterOptions,
+  close: () => Promise<void>,
+): LockAdapter<BackendHandle> {
+  return {
+    name,
+    async acquire(key: string): Promise<BackendHandle> {
+      const request = { namespace: 'bench', key, token: randomUUID(), ttl: options.ttl };
+      const grant = await backend.tryAcquire(request);
+      if (!grant) throw new Error(`${key} is busy: the backend-only row is for uncontended runs`);
+      return { ...request, fencingToken: grant.fencingToken, state: grant.state };
+    },
+    async release(handle: BackendHandle): Promise<void> {
+      await backend.release(handle);
+    },
+    close,
+  };
 }
 
 /**
@@ -148,22 +171,10 @@ export const oursRedisBackendOnly: AdapterSpec = {
   async create(env: BenchEnv, options: AdapterOptions) {
     const client = new Redis(env.redisUrl);
     const backend = new RedisLockBackend({ client });
-    return {
-      name: this.name,
-      async acquire(key: string): Promise<BackendHandle> {
-        const request = { namespace: 'bench', key, token: randomUUID(), ttl: options.ttl };
-        const grant = await backend.tryAcquire(request);
-        if (!grant) throw new Error(`${key} is busy: the backend-only row is for uncontended runs`);
-        return { ...request, fencingToken: grant.fencingToken };
-      },
-      async release(handle: BackendHandle): Promise<void> {
-        await backend.release(handle);
-      },
-      async close(): Promise<void> {
-        await backend.close();
-        await client.quit();
-      },
-    } satisfies LockAdapter<BackendHandle>;
+    return tryAcquireAdapter(this.name, backend, options, async () => {
+      await backend.close();
+      await client.quit();
+    });
   },
 };
 
@@ -204,6 +215,13 @@ export const oursEtcdBackendOnly: AdapterSpec = {
 /** Session timeout of the ZooKeeper rows: the backend's default would do; spelled out as the raw row's. */
 const ZOOKEEPER_SESSION_MS = 10_000;
 
+function zooKeeperBackend(env: BenchEnv): ZooKeeperLockBackend {
+  return new ZooKeeperLockBackend({
+    connectionString: env.zookeeperConnectionString,
+    sessionTimeout: ZOOKEEPER_SESSION_MS,
+  });
+}
+
 export const oursZooKeeper: AdapterSpec = {
   name: 'ours (LockService, ZooKeeper)',
   store: 'zookeeper',
@@ -212,10 +230,7 @@ export const oursZooKeeper: AdapterSpec = {
   waits: true,
   renews: true,
   async create(env: BenchEnv, options: AdapterOptions) {
-    const backend = new ZooKeeperLockBackend({
-      connectionString: env.zookeeperConnectionString,
-      sessionTimeout: ZOOKEEPER_SESSION_MS,
-    });
+    const backend = zooKeeperBackend(env);
     return new OursAdapter(this.name, service(backend, options), () => backend.close());
   },
 };
@@ -232,22 +247,7 @@ export const oursZooKeeperBackendOnly: AdapterSpec = {
   waits: false,
   renews: false,
   async create(env: BenchEnv, options: AdapterOptions) {
-    const backend = new ZooKeeperLockBackend({
-      connectionString: env.zookeeperConnectionString,
-      sessionTimeout: ZOOKEEPER_SESSION_MS,
-    });
-    return {
-      name: this.name,
-      async acquire(key: string): Promise<BackendHandle & { state: unknown }> {
-        const request = { namespace: 'bench', key, token: randomUUID(), ttl: options.ttl };
-        const grant = await backend.tryAcquire(request);
-        if (!grant) throw new Error(`${key} is busy: the backend-only row is for uncontended runs`);
-        return { ...request, fencingToken: grant.fencingToken, state: grant.state };
-      },
-      async release(handle: BackendHandle & { state: unknown }): Promise<void> {
-        await backend.release(handle);
-      },
-      close: () => backend.close(),
-    } satisfies LockAdapter<BackendHandle & { state: unknown }>;
+    const backend = zooKeeperBackend(env);
+    return tryAcquireAdapter(this.name, backend, options, () => backend.close());
   },
 };
