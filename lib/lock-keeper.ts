@@ -195,11 +195,7 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
       const remaining = this.validUntil - monotonicNow();
       // The loop may have been blocked past the validity: someone else may own the key by now. Never extend then.
       if (remaining <= 0) {
-        this.markLost(
-          this.holdLimitReached
-            ? `it was held for maxHold=${this.maxHold} ms, so the watchdog stopped renewing it and it expired`
-            : 'its validity ended before it could be renewed (the event loop was blocked or renewals kept failing)',
-        );
+        this.markLost(this.expiryReason());
         return 'lost';
       }
       if (monotonicNow() - this.acquiredAtMonotonic >= this.maxHold) {
@@ -242,6 +238,18 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
     } finally {
       this.renewing -= 1;
     }
+  }
+
+  /**
+   * Why the validity ran out unrenewed. A loop blocked past maxHold still names maxHold: the lock would not have been
+   * renewed past it anyway, so that is the limit the caller hit.
+   */
+  private expiryReason(): string {
+    if (this.holdLimitReached)
+      return `it was held for maxHold=${this.maxHold} ms, so the watchdog stopped renewing it and it expired`;
+    if (this.validUntil - this.acquiredAtMonotonic >= this.maxHold)
+      return `its validity ended after maxHold=${this.maxHold} ms, before the watchdog ran again (the event loop was blocked)`;
+    return 'its validity ended before it could be renewed (the event loop was blocked or renewals kept failing)';
   }
 
   private markLost(reason: string, cause?: unknown): void {

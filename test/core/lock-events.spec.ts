@@ -77,6 +77,19 @@ describe('LockService.events$ and maxHold', () => {
     await locks.close();
   });
 
+  it('maxHold: a loop blocked past both maxHold and the validity still names maxHold as the cause', async () => {
+    const locks = new LockService(new MemoryLockBackend());
+    const lock = await locks.acquire('blocked', { ttl: 200, maxHold: 100 });
+    // Blocks before the watchdog's first tick, so no tick ever saw maxHold pass.
+    const until = Date.now() + 400;
+    while (Date.now() < until);
+    const error = await lastValueFrom(lock.renewals$).catch((e) => e);
+    expect(error).toBeInstanceOf(LockLostError);
+    expect(error.message).toMatch(/maxHold=100 ms.*event loop was blocked/);
+    expect(lock.signal.aborted).toBe(true);
+    await locks.close();
+  });
+
   it('completes events$ on close()', async () => {
     const locks = new LockService(new MemoryLockBackend());
     const all = lastValueFrom(locks.events$.pipe(toArray()));
