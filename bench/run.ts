@@ -15,7 +15,8 @@ import { failedSection, renderSection, renderTable, Section } from './lib/report
 import { BenchServers } from './lib/servers';
 import { ADAPTERS as ALL_ADAPTERS, withNodeRedisRow, ZOOKEEPER_UNCONTENDED } from './peers/registry';
 import { etcd3Lock } from './peers/etcd3-lock';
-import { oursEtcd, oursRedis, oursRedisFifo, oursRedisNodeRedis, oursRedlockOneMaster } from './peers/ours';
+import { oursEtcd, oursRedis, oursRedisUnfair, oursRedisNodeRedis, oursRedlockOneMaster } from './peers/ours';
+import { rawRedisHandoff } from './peers/raw-redis-handoff';
 import { redisSemaphore } from './peers/redis-semaphore';
 import { redlockV4 } from './peers/redlock-v4';
 import { crossProcess, CrossProcessSettings } from './scenarios/cross-process';
@@ -44,10 +45,11 @@ interface Settings {
 const CROSS_PROCESS_SPECS = [
   oursRedis,
   oursRedisNodeRedis,
-  oursRedisFifo,
+  oursRedisUnfair,
   redisSemaphore,
   redlockV4,
   oursRedlockOneMaster,
+  rawRedisHandoff,
   oursEtcd,
   etcd3Lock,
 ];
@@ -65,7 +67,7 @@ const FULL: Settings = {
   manyKeys: { durationMs: 2_400, rounds: 3, keys: 1_000, workers: 64 },
   renewing: { locks: 10_000, windowMs: 5_000, ttlMs: 3_000, concurrency: 200 },
   http: { durationSeconds: 2, warmupSeconds: 2, connections: 16, rounds: { memory: 14, redis: 10 } },
-  crossProcess: { durationMs: 5_000, processes: 4, contendersPerProcess: 4, holdMs: 1, budgetMs: 90_000 },
+  crossProcess: { windowMs: 2_000, rounds: 5, processes: 4, contendersPerProcess: 4, holdMs: 1 },
   footprint: { names: 1_000_000, concurrency: 256, drainBudgetMs: 120_000 },
 };
 
@@ -75,7 +77,7 @@ const QUICK: Settings = {
   manyKeys: { ...FULL.manyKeys, durationMs: 800 },
   renewing: { ...FULL.renewing, locks: 2_000, windowMs: 2_000 },
   http: { ...FULL.http, durationSeconds: 1, rounds: { memory: 4, redis: 4 } },
-  crossProcess: { ...FULL.crossProcess, durationMs: 2_000, budgetMs: 60_000 },
+  crossProcess: { ...FULL.crossProcess, windowMs: 1_000, rounds: 2 },
   footprint: { names: 50_000, concurrency: 128, drainBudgetMs: 30_000 },
 };
 

@@ -28,33 +28,55 @@ export interface GrantAnalysis {
   readonly overlaps: number;
 }
 
+/** One timed window of grants on the hot key: the records of every process, and the window's bounds. */
+export interface GrantWindow {
+  readonly records: readonly GrantRecord[];
+  readonly start: number;
+  readonly end: number;
+}
+
 /**
  * Reads the grants inside [start, end]. Records granted after `end` (contenders that were still waiting when
  * the run stopped) only count towards inversions and the maximum wait.
  */
 export function analyzeGrants(records: readonly GrantRecord[], start: number, end: number): GrantAnalysis {
-  const ordered = [...records].sort((a, b) => a.grant - b.grant);
-  const inWindow = ordered.filter((record) => record.grant >= start && record.grant <= end);
+  return analyzeWindows([{ records, start, end }]);
+}
+
+/** analyzeGrants over several windows taken apart in time: counts add up, waits and handoffs are pooled. */
+export function analyzeWindows(windows: readonly GrantWindow[]): GrantAnalysis {
   const wait = new Samples();
+  const handoff = new Samples();
+  let grants = 0;
+  let measuredMs = 0;
   let overlaps = 0;
-  for (let index = 0; index < inWindow.length; index++) {
-    const current = inWindow[index];
-    wait.push(current.grant - current.arrive);
-    const previous = inWindow[index - 1];
-    if (previous && current.grant < previous.release) overlaps++;
-  }
+  let inversions = 0;
   let maxWait = 0;
-  for (const record of ordered) {
-    if (record.arrive > end) continue;
-    maxWait = Math.max(maxWait, Math.min(record.grant, end) - record.arrive);
+  for (const { records, start, end } of windows) {
+    const ordered = [...records].sort((a, b) => a.grant - b.grant);
+    const inWindow = ordered.filter((record) => record.grant >= start && record.grant <= end);
+    for (let index = 0; index < inWindow.length; index++) {
+      const current = inWindow[index];
+      wait.push(current.grant - current.arrive);
+      const previous = inWindow[index - 1];
+      if (previous && current.grant < previous.release) overlaps++;
+    }
+    for (const record of ordered) {
+      if (record.arrive > end) continue;
+      maxWait = Math.max(maxWait, Math.min(record.grant, end) - record.arrive);
+    }
+    for (const value of handoffs(inWindow).values()) handoff.push(value);
+    inversions += countInversions(ordered, end);
+    grants += inWindow.length;
+    measuredMs += end - start;
   }
   return {
-    grants: inWindow.length,
-    grantsPerSecond: (inWindow.length * 1000) / (end - start),
-    handoff: summarize(handoffs(inWindow).values()),
+    grants,
+    grantsPerSecond: (grants * 1000) / measuredMs,
+    handoff: summarize(handoff.values()),
     wait: summarize(wait.values()),
     maxWait,
-    inversions: countInversions(ordered, end),
+    inversions,
     overlaps,
   };
 }

@@ -80,17 +80,20 @@ export const oursRedisNodeRedis: AdapterSpec = {
   },
 };
 
-/** The same backend with `fairness: 'fifo'`: a server-side queue, the release wakes only its head. */
-export const oursRedisFifo: AdapterSpec = {
-  name: "ours (LockService, Redis, fairness 'fifo')",
+/**
+ * The same backend with `fairness: 'none'`, the opt-out of the default queue: a release wakes the waiters of
+ * each process and they race for the lock, so the process that just released may take it straight back.
+ */
+export const oursRedisUnfair: AdapterSpec = {
+  name: "ours (LockService, Redis, fairness 'none')",
   store: 'redis',
   role: 'ours',
-  waiting: "fairness 'fifo': waiters queue on the server in arrival order; a release wakes only the head",
+  waiting: "fairness 'none' (opt-out): a release publishes to every waiting process; they race, so it is not FIFO",
   waits: true,
   renews: true,
   async create(env: BenchEnv, options: AdapterOptions) {
     const client = new Redis(env.redisUrl);
-    return new OursAdapter(this.name, service(new RedisLockBackend({ client, fairness: 'fifo' }), options), () =>
+    return new OursAdapter(this.name, service(new RedisLockBackend({ client, fairness: 'none' }), options), () =>
       client.quit(),
     );
   },

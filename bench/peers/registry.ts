@@ -5,7 +5,7 @@ import {
   oursEtcdBackendOnly,
   oursRedis,
   oursRedisBackendOnly,
-  oursRedisFifo,
+  oursRedisUnfair,
   oursRedisNodeRedis,
   oursRedlockOneMaster,
   oursZooKeeper,
@@ -13,6 +13,7 @@ import {
 } from './ours';
 import { rawEtcd, rawEtcdSession } from './raw-etcd';
 import { rawRedis } from './raw-redis';
+import { rawRedisHandoff } from './raw-redis-handoff';
 import { rawZooKeeper } from './raw-zookeeper';
 import { redisSemaphore } from './redis-semaphore';
 import { redlockUniversal } from './redlock-universal';
@@ -39,7 +40,12 @@ export const ADAPTERS: readonly AdapterSpec[] = [
 export const ZOOKEEPER_UNCONTENDED: readonly AdapterSpec[] = [oursZooKeeper, oursZooKeeperBackendOnly, rawZooKeeper];
 
 /** Other configurations of ours, run only where a scenario asks for them (forked workers find them by name too). */
-export const VARIANTS: readonly AdapterSpec[] = [oursRedisFifo, oursRedlockOneMaster, oursRedisNodeRedis];
+export const VARIANTS: readonly AdapterSpec[] = [
+  oursRedisUnfair,
+  oursRedlockOneMaster,
+  oursRedisNodeRedis,
+  rawRedisHandoff,
+];
 
 /** `specs` with the node-redis row of ours right after the ioredis one (when that is there): issue 20's comparison. */
 export function withNodeRedisRow(specs: readonly AdapterSpec[]): AdapterSpec[] {

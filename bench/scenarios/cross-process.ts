@@ -1,33 +1,36 @@
 import { join } from 'node:path';
 import { wallNow } from '../lib/clock';
-import { bestOf } from '../lib/compare';
 import { Worker } from '../lib/fork';
-import { analyzeGrants, GrantAnalysis, GrantRecord } from '../lib/grants';
+import { analyzeWindows, GrantAnalysis, GrantRecord } from '../lib/grants';
 import { Failure, failedRow, failureNotes, num, Section, Table, times } from '../lib/report';
+import { inRounds } from '../lib/rounds';
 import { BenchServers, countDelta, total } from '../lib/servers';
+import { summarize } from '../lib/stats';
 import type { AdapterSpec, Role, Store } from '../peers/adapter';
 import type { HotKeyWorkerMessage, HotKeyWorkerPayload } from './hot-key-worker';
 
 export interface CrossProcessSettings {
-  /** Measured time per library. */
-  readonly durationMs: number;
+  /** Measured time per library in each round. */
+  readonly windowMs: number;
+  /** Each library runs one window per round, in turn with the others (see inRounds). */
+  readonly rounds: number;
   readonly processes: number;
   readonly contendersPerProcess: number;
   /** How long each grant holds the lock before its release. */
   readonly holdMs: number;
-  /** Libraries not started within this budget (from the scenario's start) are skipped, so the scenario stays bounded. */
-  readonly budgetMs: number;
 }
 
 export interface CrossProcessRow extends GrantAnalysis {
   readonly name: string;
   readonly store: Store;
   readonly role: Role;
-  /** Grants inside the window, per forked process. */
+  /** Grants inside the windows, per forked process. */
   readonly perProcess: readonly number[];
   /** min over processes of its grants / (total / processes): 1 = every process got its fair share. */
   readonly leastServed: number;
   readonly serverCallsPerGrant: number;
+  /** grants/s of each round's window, in round order (for per-round ratios, see roundRatio). */
+  readonly roundRates: readonly number[];
 }
 
 /** Long enough that the lock never expires under a holder inside a run. */
@@ -35,32 +38,52 @@ const TTL_MS = 10_000;
 const WORKER = join(__dirname, 'hot-key-worker.ts');
 /** Forking a worker compiles the bench through the register hook: slow on a loaded machine, but bounded. */
 const READY_TIMEOUT_MS = 30_000;
-/** After the window, the acquires in flight still complete; past this the row fails and its workers are killed. */
+/** After a window, the acquires in flight still complete; past this the library fails and its workers are killed. */
 const DRAIN_TIMEOUT_MS = 15_000;
 /** Effectively no grant cap: the window is bounded by time only (Infinity would not survive JSON). */
 const NO_GRANT_CAP = Number.MAX_SAFE_INTEGER;
 
-/** Scenario 6: P processes x C contenders on one key, each grant held for a moment; throughput, waits, per-process share. */
+type HotKeyWorker = ReturnType<typeof Worker.start<HotKeyWorkerMessage>>;
+
+interface GrantWindowOf {
+  /** Records of each process, in worker order. */
+  readonly byProcess: readonly GrantRecord[][];
+  readonly start: number;
+  readonly end: number;
+  /** Server calls during the window. */
+  readonly calls: number;
+}
+
+interface State {
+  readonly spec: AdapterSpec;
+  readonly workers: readonly HotKeyWorker[];
+  readonly windows: GrantWindowOf[];
+}
+
+/**
+ * Scenario 6: P processes x C contenders on one key, each grant held for a moment; throughput, waits, per-process
+ * share. Every library keeps its processes for the whole scenario and runs one window per round, in turn with the
+ * others: this VM's speed drifts by a fifth within a minute, and a ratio taken within one round cancels that.
+ */
 export async function crossProcess(
   servers: BenchServers,
   specs: readonly AdapterSpec[],
   settings: CrossProcessSettings,
 ): Promise<{ section: Section; rows: CrossProcessRow[] }> {
-  const began = wallNow();
+  const entrants = await inRounds<State>(specs, {
+    rounds: settings.rounds,
+    open: (spec) => open(servers, spec, settings),
+    slice: (state) => runWindow(servers, state, settings),
+    close: (state) =>
+      Promise.all(
+        state.workers.map((worker) => (state.windows.length === settings.rounds ? worker.stop() : worker.kill())),
+      ).then(() => undefined),
+  });
   const rows: CrossProcessRow[] = [];
   const failures: Failure[] = [];
-  const skipped: string[] = [];
-  for (const spec of specs) {
-    // The longest a row takes when nothing is slow: its window plus a few seconds to fork and drain.
-    if (wallNow() - began + settings.durationMs + 5_000 > settings.budgetMs) {
-      skipped.push(spec.name);
-      continue;
-    }
-    try {
-      rows.push(await runOne(servers, spec, settings));
-    } catch (error) {
-      failures.push({ name: spec.name, error });
-    }
+  for (const entrant of entrants) {
+    if (entrant.error !== undefined || !entrant.state) failures.push({ name: entrant.spec.name, error: entrant.error });
+    else rows.push(toRow(entrant.state));
   }
   const setup = `${settings.processes} processes x ${settings.contendersPerProcess} contenders`;
   const waiting = specs.map((spec) => `${spec.name}: ${spec.waiting}`);
@@ -69,91 +92,107 @@ export async function crossProcess(
       heading: '6. Cross-process contention: one key, grants held 1 ms',
       text: [
         `${setup} (each process its own client), all on one key. Every contender loops acquire -> hold ${settings.holdMs} ms ` +
-          `(a timer, so a little more) -> release -> acquire again at once. Each library runs ${settings.durationMs / 1000} s ` +
-          `in fresh processes, one library after another; ttl ${TTL_MS / 1000} s. Timestamps as in scenario 2.`,
+          `(a timer, so a little more) -> release -> acquire again at once. Every library keeps its processes for the ` +
+          `whole scenario and runs ${settings.rounds} windows of ${settings.windowMs / 1000} s, one per round, in turn with ` +
+          `the others (the order rotates each round); ttl ${TTL_MS / 1000} s. Timestamps as in scenario 2.`,
         '',
-        '- grants/s: grants inside the window, all processes together. The hold time caps it near 1000 / hold.',
-        '- wait = asking (just before acquire()) -> granted. max wait includes contenders still waiting when the window closed.',
+        "- grants/s: grants inside the windows, all processes together, over the windows' total time. The hold time caps it near 1000 / hold.",
+        "- vs best peer: the median over the rounds of grants/s divided by the best peer's (by grants/s over all windows) in the same round, on the same server; higher is better. This VM's speed drifts by a fifth within a minute, so a ratio within one round is the comparable figure.",
+        '- wait = asking (just before acquire()) -> granted, pooled over the windows. max wait includes contenders still waiting when a window closed.',
         `- least-served: the process with the fewest grants, as % of a fair share (total / ${settings.processes}). ` +
           '100 % means every process got as many grants as the others; a lock that lets the releasing process retake it, ' +
           'or that wakes local waiters first, drops it.',
         '- jumped ahead: grants that went to a contender while one that had asked earlier was still waiting (FIFO would give 0 %).',
-        '- vs best peer: grants/s over the best peer on the same server (higher is better). overlaps = a grant before the previous release (must be 0).',
+        '- overlaps = a grant before the previous release (must be 0).',
         '- server calls/grant: Redis commands (incl. inside scripts) or etcd requests per grant.',
         '',
         'Waiting policies:',
         '',
         ...waiting.map((line) => `- ${line}`),
       ],
-      tables: [table(setup, rows, failures, skipped, settings)],
+      tables: [table(setup, rows, failures, settings)],
     },
     rows,
   };
 }
 
-async function runOne(
-  servers: BenchServers,
-  spec: AdapterSpec,
-  settings: CrossProcessSettings,
-): Promise<CrossProcessRow> {
+/** The peer with the most grants/s over all windows on `store`. */
+export function bestPeer(rows: readonly CrossProcessRow[], store: Store): CrossProcessRow | undefined {
+  return rows
+    .filter((row) => row.role === 'peer' && row.store === store)
+    .reduce<CrossProcessRow | undefined>(
+      (best, row) => (best && best.grantsPerSecond >= row.grantsPerSecond ? best : row),
+      undefined,
+    );
+}
+
+/** Median over the rounds of `mine`'s grants/s divided by `other`'s in the same round. */
+export function roundRatio(mine: CrossProcessRow, other: CrossProcessRow): number {
+  if (mine.roundRates.length !== other.roundRates.length) return NaN;
+  return summarize(mine.roundRates.map((rate, round) => rate / other.roundRates[round])).median;
+}
+
+async function open(servers: BenchServers, spec: AdapterSpec, settings: CrossProcessSettings): Promise<State> {
   const payload: HotKeyWorkerPayload = {
     adapter: spec.name,
     env: servers.env,
     key: 'xproc',
     ttl: TTL_MS,
     contenders: settings.contendersPerProcess,
+    windows: settings.rounds,
   };
   const workers = Array.from({ length: settings.processes }, () => Worker.start<HotKeyWorkerMessage>(WORKER, payload));
-  let finished = false;
+  const state: State = { spec, workers, windows: [] };
   try {
     await Promise.all(workers.map((worker) => worker.message('ready', READY_TIMEOUT_MS)));
-    const before = await servers.counts(spec.store);
-    // A short lead time, so every process starts on the same clock tick however late its message arrives.
-    const start = wallNow() + 50;
-    const until = start + settings.durationMs;
-    for (const worker of workers) {
-      worker.send({ type: 'go', start, until, maxGrants: NO_GRANT_CAP, thinkMs: 0, holdMs: settings.holdMs });
-    }
-    let after: Map<string, number> | undefined;
-    // Server counters at the end of the window, not after the drain.
-    const snapshot = setTimeout(
-      () => void servers.counts(spec.store).then((counts) => (after = counts)),
-      until - wallNow(),
-    );
+  } catch (error) {
+    await Promise.all(workers.map((worker) => worker.kill()));
+    throw error;
+  }
+  return state;
+}
+
+async function runWindow(servers: BenchServers, state: State, settings: CrossProcessSettings): Promise<void> {
+  const before = await servers.counts(state.spec.store);
+  // A short lead time, so every process starts on the same clock tick however late its message arrives.
+  const start = wallNow() + 50;
+  const end = start + settings.windowMs;
+  for (const worker of state.workers) {
+    worker.send({ type: 'go', start, until: end, maxGrants: NO_GRANT_CAP, thinkMs: 0, holdMs: settings.holdMs });
+  }
+  let after: Map<string, number> | undefined;
+  // Server counters at the end of the window, not after the drain.
+  const snapshot = setTimeout(
+    () => void servers.counts(state.spec.store).then((counts) => (after = counts)),
+    end - wallNow(),
+  );
+  try {
     const done = await Promise.all(
-      workers.map((worker) => worker.message('done', settings.durationMs + DRAIN_TIMEOUT_MS)),
+      state.workers.map((worker) => worker.message('done', settings.windowMs + DRAIN_TIMEOUT_MS)),
     );
-    clearTimeout(snapshot);
-    after ??= await servers.counts(spec.store);
-    finished = true;
-    return toRow(
-      spec,
-      done.map((message) => message.records),
-      start,
-      until,
-      before,
-      after,
-    );
+    after ??= await servers.counts(state.spec.store);
+    const calls = total(countDelta(before, after), (name) => name === 'LeaseKeepAlive streams');
+    state.windows.push({ byProcess: done.map((message) => message.records), start, end, calls });
   } finally {
-    // A clean run lets workers close their clients; after a failure nothing is worth waiting for.
-    await Promise.all(workers.map((worker) => (finished ? worker.stop() : worker.kill())));
+    clearTimeout(snapshot);
   }
 }
 
-function toRow(
-  spec: AdapterSpec,
-  byProcess: readonly GrantRecord[][],
-  start: number,
-  end: number,
-  before: Map<string, number>,
-  after: Map<string, number>,
-): CrossProcessRow {
-  const analysis = analyzeGrants(byProcess.flat(), start, end);
-  const perProcess = byProcess.map(
-    (records) => records.filter((record) => record.grant >= start && record.grant <= end).length,
+function toRow(state: State): CrossProcessRow {
+  const { spec, windows } = state;
+  const analysis = analyzeWindows(
+    windows.map((window) => ({ records: window.byProcess.flat(), start: window.start, end: window.end })),
   );
-  const fairShare = analysis.grants / byProcess.length;
-  const calls = total(countDelta(before, after), (name) => name === 'LeaseKeepAlive streams');
+  const perProcess = state.workers.map((_, process) =>
+    windows.reduce(
+      (sum, window) =>
+        sum +
+        window.byProcess[process].filter((record) => record.grant >= window.start && record.grant <= window.end).length,
+      0,
+    ),
+  );
+  const fairShare = analysis.grants / perProcess.length;
+  const calls = windows.reduce((sum, window) => sum + window.calls, 0);
   return {
     name: spec.name,
     store: spec.store,
@@ -162,16 +201,16 @@ function toRow(
     perProcess,
     leastServed: fairShare > 0 ? Math.min(...perProcess) / fairShare : NaN,
     serverCallsPerGrant: calls / Math.max(1, analysis.grants),
+    roundRates: windows.map((window) => {
+      const grants = window.byProcess
+        .flat()
+        .filter((record) => record.grant >= window.start && record.grant <= window.end).length;
+      return (grants * 1000) / (window.end - window.start);
+    }),
   };
 }
 
-function table(
-  setup: string,
-  rows: CrossProcessRow[],
-  failures: Failure[],
-  skipped: string[],
-  settings: CrossProcessSettings,
-): Table {
+function table(setup: string, rows: CrossProcessRow[], failures: Failure[], settings: CrossProcessSettings): Table {
   const headers = [
     'library',
     'grants/s',
@@ -185,25 +224,17 @@ function table(
     'overlaps',
     'server calls/grant',
   ];
-  const skippedNotes = skipped.length
-    ? [`**skipped** (the scenario's ${settings.budgetMs / 1000} s budget was spent): ${skipped.join(', ')}`]
-    : [];
   return {
-    title: `${setup}, hold ${settings.holdMs} ms, ${settings.durationMs / 1000} s per library`,
-    notes: [...failureNotes(failures), ...skippedNotes],
+    title: `${setup}, hold ${settings.holdMs} ms, ${settings.rounds} x ${settings.windowMs / 1000} s per library`,
+    notes: failureNotes(failures),
     headers,
     rows: [
       ...rows.map((row) => {
-        const peerRate = bestOf(
-          rows.filter((other) => other.store === row.store),
-          'peer',
-          (other) => other.grantsPerSecond,
-          'higher',
-        );
+        const peer = bestPeer(rows, row.store);
         return [
           row.name,
           num(row.grantsPerSecond, 0),
-          times(row.grantsPerSecond, peerRate),
+          peer ? times(roundRatio(row, peer), 1) : 'n/a',
           num(row.wait.median, 2),
           num(row.wait.p99, 2),
           num(row.maxWait, 0),

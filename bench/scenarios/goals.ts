@@ -3,7 +3,7 @@ import { num, Section, Table, times } from '../lib/report';
 import type { Role, Store } from '../peers/adapter';
 import { oursRedis, oursRedisNodeRedis, oursRedlockOneMaster } from '../peers/ours';
 import { redisSemaphore } from '../peers/redis-semaphore';
-import type { CrossProcessRow } from './cross-process';
+import { type CrossProcessRow, roundRatio } from './cross-process';
 import type { FootprintRow } from './footprint';
 import type { HotKeyRow } from './hot-key';
 import type { HttpRow } from './http';
@@ -200,9 +200,10 @@ function ratioGoal(
   atLeast: number,
 ): Omit<Goal, 'goal'> {
   if (!mine || !peer) return { measured: 'n/a', met: undefined };
+  const ratio = roundRatio(mine, peer);
   return {
-    measured: `${times(mine.grantsPerSecond, peer.grantsPerSecond)} (${num(mine.grantsPerSecond, 0)} vs ${num(peer.grantsPerSecond, 0)} grants/s)`,
-    met: mine.grantsPerSecond / peer.grantsPerSecond >= atLeast,
+    measured: `${times(ratio, 1)}, median of ${mine.roundRates.length} rounds (${num(mine.grantsPerSecond, 0)} vs ${num(peer.grantsPerSecond, 0)} grants/s)`,
+    met: ratio >= atLeast,
   };
 }
 

@@ -15,6 +15,8 @@ export interface HotKeyWorkerPayload {
   readonly key: string;
   readonly ttl: number;
   readonly contenders: number;
+  /** How many 'go' windows to run before closing (default 1): the cross-process scenario runs one per round. */
+  readonly windows?: number;
 }
 
 export type HotKeyWorkerMessage =
@@ -35,16 +37,23 @@ runWorker(async () => {
   try {
     // One uncontended cycle on another key: connected, scripts loaded, before the clock starts.
     await adapter.release(await adapter.acquire(`${payload.key}:warm:${process.pid}`));
+    type Go = Extract<HotKeyWorkerMessage, { type: 'go' }>;
+    // Listening before 'ready' (and before each 'done'): the next 'go' can never arrive unheard.
+    let next = fromParent<Go>('go');
     await toParent({ type: 'ready' });
-    const go = await fromParent<Extract<HotKeyWorkerMessage, { type: 'go' }>>('go');
-    await sleep(go.start - wallNow());
-    const records = await contendAll(adapter, payload.key, payload.contenders, {
-      until: go.until,
-      remainingGrants: go.maxGrants,
-      thinkMs: go.thinkMs,
-      holdMs: go.holdMs,
-    });
-    await toParent({ type: 'done', records });
+    const windows = payload.windows ?? 1;
+    for (let window = 0; window < windows; window++) {
+      const go = await next;
+      if (window + 1 < windows) next = fromParent<Go>('go');
+      await sleep(go.start - wallNow());
+      const records = await contendAll(adapter, payload.key, payload.contenders, {
+        until: go.until,
+        remainingGrants: go.maxGrants,
+        thinkMs: go.thinkMs,
+        holdMs: go.holdMs,
+      });
+      await toParent({ type: 'done', records });
+    }
   } finally {
     await adapter.close();
   }
