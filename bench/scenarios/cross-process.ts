@@ -63,7 +63,7 @@ interface State {
 /**
  * Scenario 6: P processes x C contenders on one key, each grant held for a moment; throughput, waits, per-process
  * share. Every library keeps its processes for the whole scenario and runs one window per round, in turn with the
- * others: this VM's speed drifts by a fifth within a minute, and a ratio taken within one round cancels that.
+ * others: this VM's speed drifts by up to a third within a minute, and a ratio taken within one round cancels that.
  */
 export async function crossProcess(
   servers: BenchServers,
@@ -97,7 +97,7 @@ export async function crossProcess(
           `the others (the order rotates each round); ttl ${TTL_MS / 1000} s. Timestamps as in scenario 2.`,
         '',
         "- grants/s: grants inside the windows, all processes together, over the windows' total time. The hold time caps it near 1000 / hold.",
-        "- vs best peer: the median over the rounds of grants/s divided by the best peer's (by grants/s over all windows) in the same round, on the same server; higher is better. This VM's speed drifts by a fifth within a minute, so a ratio within one round is the comparable figure.",
+        "- vs best peer: the median over the rounds of grants/s divided by the best peer's (by grants/s over all windows) in the same round, on the same server; higher is better. This VM's speed drifts by up to a third within a minute, so a ratio within one round is the comparable figure.",
         '- wait = asking (just before acquire()) -> granted, pooled over the windows. max wait includes contenders still waiting when a window closed.',
         `- least-served: the process with the fewest grants, as % of a fair share (total / ${settings.processes}). ` +
           '100 % means every process got as many grants as the others; a lock that lets the releasing process retake it, ' +
