@@ -97,7 +97,7 @@ export function sessionOwnershipCases(ctx: ContractContext, server: () => TestZo
 
 /** Stands in for lifecycle.cases, whose forked worker connects through connectBackend (no 'zookeeper' there yet). */
 export function sessionLifecycleCases(ctx: ContractContext, server: () => TestZooKeeperServer): void {
-  it('after close() nothing stays open: a process that acquired, renewed, waited, timed out and closed exits by itself', async () => {
+  it('after close() nothing stays open: a process that acquired, renewed, waited, timed out, closed everything (one backend before it connected) exits by itself', async () => {
     const worker = LineProcess.spawn(process.execPath, [
       '--require',
       TS_REGISTER,

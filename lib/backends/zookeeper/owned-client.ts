@@ -107,8 +107,10 @@ export async function closeOwnedClient(client: Client): Promise<void> {
   }
   manager.setState(CONNECTION_CLOSING);
   if (manager.connectTimeoutHandler) clearTimeout(manager.connectTimeoutHandler);
-  // A reconnection round already scheduled still opens a socket: close it as soon as it connects.
+  // A reconnection round already scheduled still opens a socket: close it as soon as it connects, and stop its
+  // connect timer too (the client's own handler, which we replace, is what clears it; left, it holds the process).
   manager.onSocketConnected = function (this: ConnectionManagerInternals) {
+    if (this.connectTimeoutHandler) clearTimeout(this.connectTimeoutHandler);
     this.socket?.destroy();
   };
   manager.socket?.destroy();
