@@ -53,16 +53,28 @@ interface RouteRun {
 }
 
 const APP = join(__dirname, '..', 'http-app.ts');
-/** plain: no interceptor; intercepted: a pass-through Nest interceptor (the floor for any interceptor); locked: @WithLock. */
-const ROUTES = ['plain', 'intercepted', 'locked'] as const;
+/**
+ * plain: no interceptor; intercepted: a pass-through Nest interceptor (the floor for any interceptor); locked:
+ * @WithLock; raw-redis (Redis only): an interceptor that sends just `SET NX PX` and `DEL` (the floor for a Redis lock).
+ */
+const ROUTES = ['plain', 'intercepted', 'locked', 'raw-redis'] as const;
 type Route = (typeof ROUTES)[number];
 const ROUTE_LABELS: Record<Route, string> = {
   plain: 'GET /plain/:id',
   intercepted: 'GET /intercepted/:id  @UseInterceptors(PassThrough)',
   locked: "GET /locked/:id  @WithLock('bench:<<id>>')",
+  'raw-redis': 'GET /raw-redis/:id  raw SET NX PX + DEL (limit)',
 };
 /** What each route's CPU is compared with: the locked route pays Nest's interceptor machinery as the pass-through one does. */
-const COMPARED_WITH: Partial<Record<Route, Route>> = { intercepted: 'plain', locked: 'intercepted' };
+const COMPARED_WITH: Partial<Record<Route, Route>> = {
+  intercepted: 'plain',
+  locked: 'intercepted',
+  'raw-redis': 'intercepted',
+};
+
+function routesOf(backend: 'memory' | 'redis'): readonly Route[] {
+  return backend === 'redis' ? ROUTES : ROUTES.filter((route) => route !== 'raw-redis');
+}
 type AppMessage = { readonly type: 'ready'; readonly port: number };
 
 /** Scenario 5: autocannon against the bench app: the same handler plain, behind a pass-through interceptor, and with @WithLock. */
@@ -91,7 +103,8 @@ export async function http(
     'non-2xx + errors',
   ];
   const table: Table = {
-    title: 'app CPU per request and requests/s: plain, pass-through interceptor, @WithLock',
+    title:
+      'app CPU per request and requests/s: plain, pass-through interceptor, @WithLock (and the raw commands on Redis)',
     notes: [
       '"app CPU µs/request" is the app process\'s user + system CPU time during a run divided by its requests, median over the runs (from /proc, 10 ms ticks).',
       '"CPU µs over" is the median, over the rounds, of this route\'s app CPU per request minus that of the route named in brackets in the same round, then the lowest and highest of those differences.',
@@ -126,6 +139,7 @@ export async function http(
       text: [
         "bench/http-app.ts: a Nest 11 app (express) with `GET /plain/:id`, `GET /intercepted/:id` (a pass-through interceptor that only returns `next.handle()`) and `GET /locked/:id` decorated `@WithLock('bench:<<id>>')`, all returning `{ id }`. " +
           "@WithLock is `@UseInterceptors(LockInterceptor)` plus metadata, so the lock's own cost is the locked route over the pass-through one, which pays the same Nest interceptor machinery (issue 16's goal: at most 25 µs of app CPU per request on memory, 60 µs on Redis). " +
+          "On Redis a fourth route, `GET /raw-redis/:id`, sits behind an interceptor that sends only a raw lock's two commands (`SET key 1 NX PX` before the handler, `DEL key` after) on the same ioredis client: the least any Redis lock costs the app, so the locked route over it is what the library adds. " +
           "The lock scope (AsyncLocalStorage, for reentrancy and LockService.current()) enables Node 20's promise hooks for the whole process once the first @WithLock request runs, so the other routes pay them too. " +
           'Every request uses a random id, so locks never contend.',
         'Express tries routes in declaration order, and one failed route match costs about 2-3 % of a request this small (measured with two identical plain routes), so it would count against whichever route is declared later. ' +
@@ -155,18 +169,18 @@ async function measureBackend(
     const share = index === 0 ? Math.ceil(settings.rounds[backend] / 2) : Math.floor(settings.rounds[backend] / 2);
     rounds.push(...(await measureApp(servers, backend, order, share, settings)));
   }
-  return ROUTES.map((route): HttpRow => {
-    const results = rounds.map((round) => round[route].result);
+  return routesOf(backend).map((route): HttpRow => {
+    const results = rounds.map((round) => round[route]!.result);
     const last = results[results.length - 1];
-    const ratios = rounds.map((round) => round[route].result.requests.average / round.plain.result.requests.average);
+    const ratios = rounds.map((round) => round[route]!.result.requests.average / round.plain!.result.requests.average);
     const cpu = rounds.flatMap((round) => {
-      const value = cpuPerRequest(round[route]);
+      const value = cpuPerRequest(round[route]!);
       return value === undefined ? [] : [value];
     });
     const baseline = COMPARED_WITH[route];
     const over = baseline
       ? rounds.flatMap((round) => {
-          const [mine, theirs] = [cpuPerRequest(round[route]), cpuPerRequest(round[baseline])];
+          const [mine, theirs] = [cpuPerRequest(round[route]!), cpuPerRequest(round[baseline]!)];
           return mine === undefined || theirs === undefined ? [] : [mine - theirs];
         })
       : [];
@@ -188,8 +202,8 @@ async function measureBackend(
   });
 }
 
-/** One run of each route, in the same stretch of minutes. */
-type Round = Record<Route, RouteRun>;
+/** One run of each route of the backend, in the same stretch of minutes. */
+type Round = Partial<Record<Route, RouteRun>>;
 
 function cpuPerRequest(run: RouteRun): number | undefined {
   return run.cpuMs === undefined || run.result.requests.total === 0
@@ -216,15 +230,16 @@ async function measureApp(
     await app.message('ready', 60_000);
     const base = `http://127.0.0.1:${port}`;
     const cpu = processCpu(app.pid);
-    for (const route of ROUTES) await load(base, route, settings.warmupSeconds, settings.connections, cpu);
+    const routes = routesOf(backend);
+    for (const route of routes) await load(base, route, settings.warmupSeconds, settings.connections, cpu);
     const measured: Round[] = [];
     for (let round = 0; round < rounds; round++) {
-      const runs: Partial<Round> = {};
-      for (let step = 0; step < ROUTES.length; step++) {
-        const route = ROUTES[(round + step) % ROUTES.length];
+      const runs: Round = {};
+      for (let step = 0; step < routes.length; step++) {
+        const route = routes[(round + step) % routes.length];
         runs[route] = await load(base, route, settings.durationSeconds, settings.connections, cpu);
       }
-      measured.push(runs as Round);
+      measured.push(runs);
     }
     return measured;
   } finally {
