@@ -184,12 +184,7 @@ function toRow(state: State): CrossProcessRow {
     windows.map((window) => ({ records: window.byProcess.flat(), start: window.start, end: window.end })),
   );
   const perProcess = state.workers.map((_, process) =>
-    windows.reduce(
-      (sum, window) =>
-        sum +
-        window.byProcess[process].filter((record) => record.grant >= window.start && record.grant <= window.end).length,
-      0,
-    ),
+    windows.reduce((sum, window) => sum + grantsIn(window.byProcess[process], window), 0),
   );
   const fairShare = analysis.grants / perProcess.length;
   const calls = windows.reduce((sum, window) => sum + window.calls, 0);
@@ -201,13 +196,17 @@ function toRow(state: State): CrossProcessRow {
     perProcess,
     leastServed: fairShare > 0 ? Math.min(...perProcess) / fairShare : NaN,
     serverCallsPerGrant: calls / Math.max(1, analysis.grants),
-    roundRates: windows.map((window) => {
-      const grants = window.byProcess
-        .flat()
-        .filter((record) => record.grant >= window.start && record.grant <= window.end).length;
-      return (grants * 1000) / (window.end - window.start);
-    }),
+    roundRates: windows.map(
+      (window) =>
+        (window.byProcess.reduce((sum, records) => sum + grantsIn(records, window), 0) * 1000) /
+        (window.end - window.start),
+    ),
   };
+}
+
+/** Grants of `records` inside the window (contenders still waiting at its end are granted after it). */
+function grantsIn(records: readonly GrantRecord[], window: GrantWindowOf): number {
+  return records.filter((record) => record.grant >= window.start && record.grant <= window.end).length;
 }
 
 function table(setup: string, rows: CrossProcessRow[], failures: Failure[], settings: CrossProcessSettings): Table {
