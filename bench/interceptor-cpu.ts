@@ -1,16 +1,17 @@
 /**
- * LockInterceptor.intercept alone, outside Nest and HTTP, on the memory backend: CPU µs per call against a
- * pass-through interceptor, in alternating rounds in one process (the machine's speed drifts between minutes).
+ * LockInterceptor.intercept alone, outside Nest and HTTP, on the memory backend (or Redis): CPU µs per call against
+ * a pass-through interceptor, in alternating rounds in one process (the machine's speed drifts between minutes).
  *
- *   node --require ./test/support/ts-register.js bench/interceptor-cpu.ts [calls per round] [rounds]
+ *   [REDIS_URL=redis://127.0.0.1:<port>] node --require ./test/support/ts-register.js bench/interceptor-cpu.ts [calls per round] [rounds]
  *
  * A profiling aid for the interceptor's own cost (scenario 5 measures the whole app); add --cpu-prof to profile.
  */
 import 'reflect-metadata';
 import { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { Observable } from 'rxjs';
-import { LockInterceptor, LockService, MemoryLockBackend, WithLock } from '../lib';
+import Redis from 'ioredis';
+import { from, mergeMap, Observable } from 'rxjs';
+import { LockInterceptor, LockService, MemoryLockBackend, RedisLockBackend, WithLock } from '../lib';
 
 class Target {
   @WithLock('bench:<<id>>')
@@ -74,24 +75,45 @@ function median(values: number[]): number {
 }
 
 /** Another copy of lib/ to compare with (e.g. `git archive <commit> lib | tar -x -C <dir>`), from BASELINE_LIB=<dir>/lib. */
-function baselineInterceptor(): NestInterceptor | undefined {
+function baselineInterceptor(client: Redis | undefined): NestInterceptor | undefined {
   const dir = process.env.BASELINE_LIB;
   if (!dir) return undefined;
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const base = require(dir) as typeof import('../lib');
-  const service = new base.LockService(new base.MemoryLockBackend(), { defaults: { ttl: 10_000, waitTimeout: 5_000 } });
+  const backend = client ? new base.RedisLockBackend({ client }) : new base.MemoryLockBackend();
+  const service = new base.LockService(backend, { defaults: { ttl: 10_000, waitTimeout: 5_000 } });
   return new base.LockInterceptor(service, new Reflector());
+}
+
+/** On Redis, the floor for any Redis lock: `SET key 1 NX PX` before the handler and `DEL key` after (as bench/http-app.ts). */
+function rawRedisInterceptor(client: Redis): NestInterceptor {
+  return {
+    intercept: (context, next) => {
+      const key = `bench-cpu:raw:${context.switchToHttp().getRequest<{ params: { id: string } }>().params.id}`;
+      return from(client.set(key, '1', 'PX', 10_000, 'NX')).pipe(
+        mergeMap(() => next.handle()),
+        mergeMap(async (body: unknown) => {
+          await client.del(key);
+          return body;
+        }),
+      );
+    },
+  };
 }
 
 async function main(): Promise<void> {
   const calls = Number(process.argv[2] ?? 20_000);
   const rounds = Number(process.argv[3] ?? 10);
-  const service = new LockService(new MemoryLockBackend(), { defaults: { ttl: 10_000, waitTimeout: 5_000 } });
+  const url = process.env.REDIS_URL;
+  const client = url ? new Redis(url) : undefined;
+  const backend = client ? new RedisLockBackend({ client }) : new MemoryLockBackend();
+  const service = new LockService(backend, { defaults: { ttl: 10_000, waitTimeout: 5_000 } });
   const variants: [string, NestInterceptor][] = [
     ['pass-through', passThrough],
     ['@WithLock', new LockInterceptor(service, new Reflector())],
   ];
-  const baseline = baselineInterceptor();
+  if (client) variants.push(['raw SET NX PX + DEL', rawRedisInterceptor(client)]);
+  const baseline = baselineInterceptor(client);
   if (baseline) variants.push(['@WithLock (baseline)', baseline]);
   // Warm all up; the locked ones turn AsyncLocalStorage's promise hooks on, for every variant from then on.
   for (const [, interceptor] of variants) await round(interceptor, calls, 16);
@@ -104,6 +126,7 @@ async function main(): Promise<void> {
     }
   }
   await service.close();
+  await client?.quit();
   const show = (values: number[]) =>
     `${median(values).toFixed(2)} (${Math.min(...values).toFixed(2)}-${Math.max(...values).toFixed(2)})`;
   console.log(`CPU µs per call, median (range) over ${rounds} rounds of ${calls} calls, 16 in flight:`);

@@ -2,7 +2,7 @@ import { getEventListeners } from 'node:events';
 import type { AcquireRequest, LockBackend, LockGrant } from './backends/lock-backend.interface';
 import { LockBackendError, LockError, LockTimeoutError } from './errors';
 import { backendErrorOf } from './errors/lock-backend.error';
-import { afterMicrotask, withDeadline } from './utils/deadline';
+import { afterMicrotask, settleWithDeadline, withDeadline } from './utils/deadline';
 import { MAX_TIMER_DELAY } from './utils/clock';
 
 /**
@@ -30,17 +30,27 @@ export class BackendCalls {
     private readonly operationTimeout: number,
   ) {}
 
-  /** One attempt; null when the key is busy. */
-  async tryGrant(request: AcquireRequest): Promise<LockGrant | null> {
-    const attempt = this.backend.tryAcquire(request);
+  /**
+   * One attempt; null when the key is busy. Every uncontended acquire on a backend with `tryBeforeWait` (Redis)
+   * comes through here: one promise for the deadline and the error mapping together.
+   */
+  tryGrant(request: AcquireRequest): Promise<LockGrant | null> {
+    let attempt: Promise<LockGrant | null>;
     try {
-      return await withDeadline(attempt, this.operationTimeout, () =>
-        this.backendError('tryAcquire', `no reply within ${this.operationTimeout} ms`),
-      );
+      attempt = this.backend.tryAcquire(request);
     } catch (error) {
-      this.releaseLateGrant(request, attempt);
-      throw this.asLockError('tryAcquire', error);
+      return Promise.reject(this.asLockError('tryAcquire', error));
     }
+    return settleWithDeadline(
+      attempt,
+      this.operationTimeout,
+      () => this.backendError('tryAcquire', `no reply within ${this.operationTimeout} ms`),
+      (grant) => grant,
+      (error: unknown) => {
+        this.releaseLateGrant(request, attempt);
+        throw this.asLockError('tryAcquire', error);
+      },
+    );
   }
 
   /**

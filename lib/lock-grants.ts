@@ -37,27 +37,33 @@ export class LockGrants {
   acquire(request: AcquireRequest, resolved: ResolvedLockOptions, onWait?: WaitHook): Promise<LockHandle> {
     const started = monotonicNow();
     if (resolved.waitTimeout === 0) {
-      return this.tryAcquire(request, resolved, started).then(
-        (handle) => handle ?? this.timedOut(request, resolved, started, 0),
-      );
+      return this.attempt(request, resolved, started, () => this.timedOut(request, resolved, started, 0));
     }
     if (this.backend.tryBeforeWait) {
       // The uncontended fast path: one round trip, no wait machinery.
-      return this.tryAcquire(request, resolved, started).then(
-        (handle) => handle ?? this.wait(request, resolved, started, onWait),
-      );
+      return this.attempt(request, resolved, started, () => this.wait(request, resolved, started, onWait));
     }
     return this.wait(request, resolved, started, onWait);
   }
 
   /** One attempt; resolves null at once when the key is busy. */
-  async tryAcquire(
+  tryAcquire(request: AcquireRequest, resolved: ResolvedLockOptions, started: number): Promise<LockHandle | null> {
+    return this.attempt(request, resolved, started, () => null);
+  }
+
+  /**
+   * One attempt, then `otherwise()` when the key is busy or the grant arrived with no validity left. One reaction
+   * on the backend's answer: this is the path of every uncontended acquire on Redis.
+   */
+  private attempt<T>(
     request: AcquireRequest,
     resolved: ResolvedLockOptions,
     started: number,
-  ): Promise<LockHandle | null> {
-    const grant = await this.calls.tryGrant(request);
-    return grant ? this.adopt(request, grant, resolved, started) : null;
+    otherwise: () => T | Promise<T>,
+  ): Promise<LockHandle | T> {
+    return this.calls
+      .tryGrant(request)
+      .then((grant) => (grant ? this.adopt(request, grant, resolved, started) : null) ?? otherwise());
   }
 
   /** Releases every handle held now; no grant is adopted from then on. */

@@ -5,7 +5,7 @@ import type { LockRenewal } from './lock-renewal';
 import { LockLifecycleListener, LockNotices } from './lock-notices';
 import { monotonicNow, toEpochMs } from './utils/clock';
 import { checkTtl } from './utils/validate';
-import { settleWithLazyDeadline, withDeadline } from './utils/deadline';
+import { settleWithDeadline, withDeadline } from './utils/deadline';
 import { ExtendBatcher } from './watchdog/extend-batcher';
 import { RenewalScheduler } from './watchdog/renewal-scheduler';
 import { Renewable, RENEW, VALIDITY_LEFT, Watchdog } from './watchdog/watchdog';
@@ -149,7 +149,7 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
     }
     const timedOut = () =>
       this.backendError('release', `no reply within ${this.operationTimeout} ms; the lock will expire after its ttl`);
-    return settleWithLazyDeadline(
+    return settleWithDeadline(
       deletion,
       this.operationTimeout,
       timedOut,
@@ -159,6 +159,7 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
         // A lost lock may still carry our token on the server (e.g. after a network cut): clear it if so, quietly.
         if (wasHeld) throw error instanceof LockError ? error : this.backendError('release', String(error), error);
       },
+      true,
     );
   }
 

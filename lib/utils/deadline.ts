@@ -16,32 +16,22 @@ export function afterMicrotask(fn: () => void): void {
  */
 export function withDeadline<T>(work: Promise<T>, ms: number, onTimeout: () => unknown): Promise<T> {
   if (!(ms <= MAX_TIMER_DELAY)) return work;
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(onTimeout()), Math.max(0, ms));
-    work.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
+  return settleWithDeadline(work, ms, onTimeout, identity, rethrow);
 }
 
 /**
- * `withDeadline(work, ms, onTimeout).then(onValue, onError)`, with the timer armed one microtask later, and only if
- * `work` has not settled by then: a backend that answers at once (memory) then sets no timer at all. The callbacks
- * run in the reaction to `work` itself, one promise fewer than a `.then()` on top. Releases go through here.
+ * `withDeadline(work, ms, onTimeout).then(onValue, onError)` in one promise and one reaction (to `work` itself):
+ * `onError` also gets `onTimeout()`'s error. `lazy`: the timer is armed one microtask later, and only if `work`
+ * has not settled by then, so a backend that answers at once (memory) sets no timer at all; a network backend
+ * never answers that fast, so its calls arm the timer at once.
  */
-export function settleWithLazyDeadline<T, R>(
+export function settleWithDeadline<T, R>(
   work: Promise<T>,
   ms: number,
   onTimeout: () => unknown,
-  onValue: (value: T) => R,
-  onError: (error: unknown) => R,
+  onValue: (value: T) => R | PromiseLike<R>,
+  onError: (error: unknown) => R | PromiseLike<R>,
+  lazy = false,
 ): Promise<R> {
   if (!(ms <= MAX_TIMER_DELAY)) return work.then(onValue, onError);
   return new Promise<R>((resolve, reject) => {
@@ -57,12 +47,22 @@ export function settleWithLazyDeadline<T, R>(
         reject(error);
       }
     };
+    const arm = () => {
+      if (!settled) timer = setTimeout(() => settle(false, onTimeout()), Math.max(0, ms));
+    };
+    if (!lazy) arm();
     work.then(
       (value) => settle(true, value),
       (error: unknown) => settle(false, error),
     );
-    afterMicrotask(() => {
-      if (!settled) timer = setTimeout(() => settle(false, onTimeout()), ms);
-    });
+    if (lazy) afterMicrotask(arm);
   });
+}
+
+function identity<T>(value: T): T {
+  return value;
+}
+
+function rethrow(error: unknown): never {
+  throw error;
 }

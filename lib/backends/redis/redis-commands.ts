@@ -82,6 +82,46 @@ export class RedisCommands {
       if (abortedFirst) this.releaseIfGranted(call, request);
       throw abortedFirst ? error : this.toBackendError(operation, error);
     }
+    return this.outcomeOf(reply, request, startedAt, operation, signal, inFlight);
+  }
+
+  /**
+   * One try that does not wait (tryAcquire, and LockService's first attempt): the grant, or null when the key is
+   * busy. One reaction on the script's reply, no async frames: this is every uncontended acquire.
+   */
+  tryOnce(request: AcquireRequest): Promise<LockGrant | null> {
+    const startedAt = performance.now();
+    const call = runCall(
+      this.client,
+      acquireCall(request, 'none', this.tuning.waiterTtl, this.tuning.fenceRetention, false),
+    );
+    return call.then(
+      (reply) => {
+        const outcome = this.outcomeOf(reply, request, startedAt, 'tryAcquire');
+        if ('granted' in outcome) return outcome.granted;
+        if ('tooLateBy' in outcome) {
+          throw this.error(
+            'tryAcquire',
+            `the server answered ${Math.ceil(outcome.tooLateBy)} ms after the ${request.ttl} ms lock's validity had passed`,
+          );
+        }
+        return null;
+      },
+      (error: unknown) => {
+        throw this.toBackendError('tryAcquire', error);
+      },
+    );
+  }
+
+  /** What an acquire script's reply means for `request`, sent at `startedAt`: see attempt(). */
+  private outcomeOf(
+    reply: unknown,
+    request: AcquireRequest,
+    startedAt: number,
+    operation: string,
+    signal?: AbortSignal,
+    inFlight?: InFlight,
+  ): Attempt {
     const parsed = parseAcquireReply(reply);
     if (!parsed) throw this.error(operation, `unexpected reply from the acquire script: ${JSON.stringify(reply)}`);
     if (inFlight) inFlight.answered = true;
@@ -112,12 +152,18 @@ export class RedisCommands {
     );
   }
 
-  async call<T>(operation: string, work: Promise<T>): Promise<T> {
-    try {
-      return await work;
-    } catch (error) {
+  /** `work`, with its failure as a LockBackendError naming the operation and what we know of the connection. */
+  call<T>(operation: string, work: Promise<T>): Promise<T> {
+    return work.then(undefined, (error: unknown) => {
       throw this.toBackendError(operation, error);
-    }
+    });
+  }
+
+  /** call() that maps the reply too, in the same reaction: one promise fewer on the path of every release. */
+  callThen<T, R>(operation: string, work: Promise<T>, onReply: (reply: T) => R): Promise<R> {
+    return work.then(onReply, (error: unknown) => {
+      throw this.toBackendError(operation, error);
+    });
   }
 
   noAnswerError(operation: string, signal: AbortSignal): unknown {

@@ -87,18 +87,13 @@ export class RedisLockBackend implements LockBackend {
     );
   }
 
-  async tryAcquire(given: AcquireRequest): Promise<LockGrant | null> {
-    this.lifecycle.assertOpen('tryAcquire');
-    const request = withStoredToken(given);
-    const outcome = await this.commands.attempt(request, 'tryAcquire', 'none');
-    if ('granted' in outcome) return outcome.granted;
-    if ('tooLateBy' in outcome) {
-      throw this.commands.error(
-        'tryAcquire',
-        `the server answered ${Math.ceil(outcome.tooLateBy)} ms after the ${request.ttl} ms lock's validity had passed`,
-      );
+  tryAcquire(given: AcquireRequest): Promise<LockGrant | null> {
+    try {
+      this.lifecycle.assertOpen('tryAcquire');
+    } catch (error) {
+      return Promise.reject(error);
     }
-    return null;
+    return this.commands.tryOnce(withStoredToken(given));
   }
 
   async acquire(given: AcquireRequest, signal: AbortSignal): Promise<LockGrant> {
@@ -132,17 +127,14 @@ export class RedisLockBackend implements LockBackend {
     });
   }
 
-  async release(lock: HeldLock): Promise<boolean> {
-    this.lifecycle.assertOpen('release');
-    return (
-      (await this.commands.call(
-        'release',
-        runCall(
-          this.client,
-          releaseCall(lock, this.commands.fifo, storedToken(lock), this.commands.tuning.fenceRetention),
-        ),
-      )) === 1
-    );
+  release(lock: HeldLock): Promise<boolean> {
+    try {
+      this.lifecycle.assertOpen('release');
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const call = releaseCall(lock, this.commands.fifo, storedToken(lock), this.commands.tuning.fenceRetention);
+    return this.commands.callThen('release', runCall(this.client, call), (reply) => reply === 1);
   }
 
   /** Who holds the name and, in FIFO mode, who waits in order: see inspectRedis. */

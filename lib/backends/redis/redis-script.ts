@@ -22,13 +22,18 @@ export class RedisScript {
     this.sha1 = createHash('sha1').update(source, 'utf8').digest('hex');
   }
 
-  async run(client: ScriptPort, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  /** One reaction on top of the client's promise (not an async function's two): this runs on every lock call. */
+  run(client: ScriptPort, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    let reply: Promise<unknown>;
     try {
-      return await client.evalsha(this.sha1, keys, args);
+      reply = client.evalsha(this.sha1, keys, args);
     } catch (error) {
+      return Promise.reject(error);
+    }
+    return reply.then(undefined, (error: unknown) => {
       if (!isNoScriptError(error)) throw error;
       return this.runSource(client, keys, args);
-    }
+    });
   }
 
   /** EVAL with the source, which also loads the script: for when the server is known not to have it. */
