@@ -55,25 +55,35 @@ interface RouteRun {
 const APP = join(__dirname, '..', 'http-app.ts');
 /**
  * plain: no interceptor; intercepted: a pass-through Nest interceptor (the floor for any interceptor); locked:
- * @WithLock; raw-redis (Redis only): an interceptor that sends just `SET NX PX` and `DEL` (the floor for a Redis lock).
+ * @WithLock; raw-redis (Redis only): an interceptor that sends just `SET NX PX` and `DEL` (the floor for a Redis lock);
+ * plain-unlocked (memory only): the plain route of a second app process that never serves a locked request, so the
+ * lock scope's AsyncLocalStorage is never enabled there (what that costs every route of an app on this Node version).
  */
-const ROUTES = ['plain', 'intercepted', 'locked', 'raw-redis'] as const;
+const ROUTES = ['plain', 'intercepted', 'locked', 'raw-redis', 'plain-unlocked'] as const;
 type Route = (typeof ROUTES)[number];
 const ROUTE_LABELS: Record<Route, string> = {
   plain: 'GET /plain/:id',
   intercepted: 'GET /intercepted/:id  @UseInterceptors(PassThrough)',
   locked: "GET /locked/:id  @WithLock('bench:<<id>>')",
   'raw-redis': 'GET /raw-redis/:id  raw SET NX PX + DEL (limit)',
+  'plain-unlocked': 'GET /plain/:id  in an app where no lock ever ran',
 };
 /** What each route's CPU is compared with: the locked route pays Nest's interceptor machinery as the pass-through one does. */
 const COMPARED_WITH: Partial<Record<Route, Route>> = {
+  plain: 'plain-unlocked',
   intercepted: 'plain',
   locked: 'intercepted',
   'raw-redis': 'intercepted',
 };
 
 function routesOf(backend: 'memory' | 'redis'): readonly Route[] {
-  return backend === 'redis' ? ROUTES : ROUTES.filter((route) => route !== 'raw-redis');
+  return ROUTES.filter((route) => route !== (backend === 'redis' ? 'plain-unlocked' : 'raw-redis'));
+}
+
+/** The route whose CPU this one's is compared with, if the backend runs it. */
+function baselineOf(backend: 'memory' | 'redis', route: Route): Route | undefined {
+  const baseline = COMPARED_WITH[route];
+  return baseline && routesOf(backend).includes(baseline) ? baseline : undefined;
 }
 type AppMessage = { readonly type: 'ready'; readonly port: number };
 
@@ -140,7 +150,7 @@ export async function http(
         "bench/http-app.ts: a Nest 11 app (express) with `GET /plain/:id`, `GET /intercepted/:id` (a pass-through interceptor that only returns `next.handle()`) and `GET /locked/:id` decorated `@WithLock('bench:<<id>>')`, all returning `{ id }`. " +
           "@WithLock is `@UseInterceptors(LockInterceptor)` plus metadata, so the lock's own cost is the locked route over the pass-through one, which pays the same Nest interceptor machinery (issue 16's goal: at most 25 µs of app CPU per request on memory, 60 µs on Redis). " +
           "On Redis a fourth route, `GET /raw-redis/:id`, sits behind an interceptor that sends only a raw lock's two commands (`SET key 1 NX PX` before the handler, `DEL key` after) on the same ioredis client: the least any Redis lock costs the app, so the locked route over it is what the library adds. " +
-          "The lock scope (AsyncLocalStorage, for reentrancy and LockService.current()) enables Node 20's promise hooks for the whole process once the first @WithLock request runs, so the other routes pay them too. " +
+          `The lock scope (AsyncLocalStorage, for reentrancy and LockService.current()) enables Node's promise hooks for the whole process once the first @WithLock request runs (on Node 20 and 22; Node 24 propagates it without hooks), so the other routes pay them too: on memory, a second app process that never serves a locked request runs its plain route in the same rounds ("in an app where no lock ever ran"), and the plain route's "CPU µs over" is what those hooks cost every request of the app. This run: Node ${process.versions.node}. ` +
           'Every request uses a random id, so locks never contend.',
         'Express tries routes in declaration order, and one failed route match costs about 2-3 % of a request this small (measured with two identical plain routes), so it would count against whichever route is declared later. ' +
           'Half the rounds therefore run in an app that declares the plain route first, and half in a second app process that declares the locked route first; the pass-through route comes third in both. ' +
@@ -177,7 +187,7 @@ async function measureBackend(
       const value = cpuPerRequest(round[route]!);
       return value === undefined ? [] : [value];
     });
-    const baseline = COMPARED_WITH[route];
+    const baseline = baselineOf(backend, route);
     const over = baseline
       ? rounds.flatMap((round) => {
           const [mine, theirs] = [cpuPerRequest(round[route]!), cpuPerRequest(round[baseline]!)];
@@ -211,14 +221,18 @@ function cpuPerRequest(run: RouteRun): number | undefined {
     : (run.cpuMs * 1000) / run.result.requests.total;
 }
 
-/** One app process (routes in `order`): warm-up, then `rounds` rounds of the three routes in rotating order. */
-async function measureApp(
+/** A started bench app: its base URL and a reader of its CPU time. */
+interface RunningApp {
+  readonly base: string;
+  readonly cpu: () => number | undefined;
+  stop(): Promise<void>;
+}
+
+async function startApp(
   servers: BenchServers,
   backend: 'memory' | 'redis',
   order: (typeof ROUTE_ORDERS)[number],
-  rounds: number,
-  settings: HttpSettings,
-): Promise<Round[]> {
+): Promise<RunningApp> {
   const port = await freeTestPort();
   const app = Worker.start<AppMessage>(APP, {}, [], {
     LOCK_BACKEND: backend,
@@ -226,31 +240,60 @@ async function measureApp(
     PORT: String(port),
     ROUTE_ORDER: order,
   });
+  const stop = async () => {
+    app.send({ type: 'stop' });
+    await app.stop(10_000);
+  };
   try {
     await app.message('ready', 60_000);
-    const base = `http://127.0.0.1:${port}`;
-    const cpu = processCpu(app.pid);
-    const routes = routesOf(backend);
-    for (const route of routes) await load(base, route, settings.warmupSeconds, settings.connections, cpu);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { base: `http://127.0.0.1:${port}`, cpu: processCpu(app.pid), stop };
+}
+
+/**
+ * One app process (routes in `order`): warm-up, then `rounds` rounds of its routes in rotating order. The
+ * plain-unlocked route runs in a second app of the same order, which serves nothing else.
+ */
+async function measureApp(
+  servers: BenchServers,
+  backend: 'memory' | 'redis',
+  order: (typeof ROUTE_ORDERS)[number],
+  rounds: number,
+  settings: HttpSettings,
+): Promise<Round[]> {
+  const routes = routesOf(backend);
+  const apps: RunningApp[] = [];
+  try {
+    const main = await startApp(servers, backend, order);
+    apps.push(main);
+    const unlocked = routes.includes('plain-unlocked') ? await startApp(servers, backend, order) : undefined;
+    if (unlocked) apps.push(unlocked);
+    const run = (route: Route, seconds: number) =>
+      route === 'plain-unlocked'
+        ? load(unlocked!.base, 'plain', seconds, settings.connections, unlocked!.cpu)
+        : load(main.base, route, seconds, settings.connections, main.cpu);
+    for (const route of routes) await run(route, settings.warmupSeconds);
     const measured: Round[] = [];
     for (let round = 0; round < rounds; round++) {
       const runs: Round = {};
       for (let step = 0; step < routes.length; step++) {
         const route = routes[(round + step) % routes.length];
-        runs[route] = await load(base, route, settings.durationSeconds, settings.connections, cpu);
+        runs[route] = await run(route, settings.durationSeconds);
       }
       measured.push(runs);
     }
     return measured;
   } finally {
-    app.send({ type: 'stop' });
-    await app.stop(10_000);
+    await Promise.all(apps.map((app) => app.stop()));
   }
 }
 
 async function load(
   base: string,
-  route: Route,
+  route: Exclude<Route, 'plain-unlocked'>,
   seconds: number,
   connections: number,
   cpu: () => number | undefined,
