@@ -32,7 +32,7 @@ export class BackendCalls {
 
   /**
    * One attempt; null when the key is busy. Every uncontended acquire on a backend with `tryBeforeWait` (Redis)
-   * comes through here: one promise for the deadline and the error mapping together.
+   * comes through here: the deadline and the error mapping share one reaction.
    */
   tryGrant(request: AcquireRequest): Promise<LockGrant | null> {
     let attempt: Promise<LockGrant | null>;

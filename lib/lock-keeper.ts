@@ -159,7 +159,7 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
         // A lost lock may still carry our token on the server (e.g. after a network cut): clear it if so, quietly.
         if (wasHeld) throw error instanceof LockError ? error : this.backendError('release', String(error), error);
       },
-      true,
+      /* lazy timer */ true,
     );
   }
 

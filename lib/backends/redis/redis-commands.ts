@@ -152,15 +152,11 @@ export class RedisCommands {
     );
   }
 
-  /** `work`, with its failure as a LockBackendError naming the operation and what we know of the connection. */
-  call<T>(operation: string, work: Promise<T>): Promise<T> {
-    return work.then(undefined, (error: unknown) => {
-      throw this.toBackendError(operation, error);
-    });
-  }
-
-  /** call() that maps the reply too, in the same reaction: one promise fewer on the path of every release. */
-  callThen<T, R>(operation: string, work: Promise<T>, onReply: (reply: T) => R): Promise<R> {
+  /**
+   * `work` mapped by `onReply` (when given), with its failure as a LockBackendError naming the operation and what we
+   * know of the connection: one reaction, on the path of every release.
+   */
+  call<T, R = T>(operation: string, work: Promise<T>, onReply?: (reply: T) => R): Promise<R> {
     return work.then(onReply, (error: unknown) => {
       throw this.toBackendError(operation, error);
     });

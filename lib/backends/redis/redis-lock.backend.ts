@@ -134,7 +134,7 @@ export class RedisLockBackend implements LockBackend {
       return Promise.reject(error);
     }
     const call = releaseCall(lock, this.commands.fifo, storedToken(lock), this.commands.tuning.fenceRetention);
-    return this.commands.callThen('release', runCall(this.client, call), (reply) => reply === 1);
+    return this.commands.call('release', runCall(this.client, call), (reply) => reply === 1);
   }
 
   /** Who holds the name and, in FIFO mode, who waits in order: see inspectRedis. */
