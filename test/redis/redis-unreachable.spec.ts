@@ -1,7 +1,11 @@
+import { join } from 'node:path';
 import Redis from 'ioredis';
 import { LockBackendError } from '../../lib/errors/lock-backend.error';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
 import { freeTestPort } from '../support/free-port';
+import { killAllLineProcesses, LineProcess } from '../support/line-process';
+import { within } from '../support/time';
+import { TS_REGISTER } from '../support/worker';
 import { deadline, lockRequest, NAMESPACE } from './redis-spec-helpers';
 
 describe('Redis server unreachable', () => {
@@ -10,6 +14,8 @@ describe('Redis server unreachable', () => {
   beforeAll(async () => {
     port = await freeTestPort();
   });
+
+  afterEach(() => killAllLineProcesses());
 
   it('fails a waiting acquire with a LockBackendError naming the address when the deadline passes', async () => {
     const backend = new RedisLockBackend({ url: `redis://127.0.0.1:${port}` });
@@ -27,7 +33,14 @@ describe('Redis server unreachable', () => {
   });
 
   it('rejects tryAcquire, extend, release and isLocked with LockBackendErrors when the client gives up', async () => {
-    const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0 });
+    // disconnectTimeout 0: its socket failed already, so disconnect() need not wait 2 s for a 'close' that never comes.
+    const client = new Redis({
+      host: '127.0.0.1',
+      port,
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      disconnectTimeout: 0,
+    });
     client.on('error', () => undefined);
     const backend = new RedisLockBackend({ client });
     const request = lockRequest('down');
@@ -45,5 +58,21 @@ describe('Redis server unreachable', () => {
     }
     await backend.close();
     client.disconnect();
+  });
+
+  it('lets the process exit as soon as close() resolved: no disconnect timer of its own connections holds it', async () => {
+    const worker = LineProcess.spawn(process.execPath, [
+      '--require',
+      TS_REGISTER,
+      join(__dirname, 'fixtures', 'close-unreachable.ts'),
+      String(port),
+    ]);
+    expect(await worker.nextLine('DONE', 30_000)).toBe('DONE LockBackendError');
+    const closedAt = performance.now();
+    const { code } = await within(worker.exited, 10_000, `the process exiting (output: ${worker.output})`);
+    expect(code).toBe(0);
+    // ioredis' default disconnectTimeout kept it alive 2 s longer: the client's socket had failed already, so the
+    // 'close' it waits for never came.
+    expect(performance.now() - closedAt).toBeLessThan(1_500);
   });
 });

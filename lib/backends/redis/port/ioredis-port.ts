@@ -131,6 +131,7 @@ function duplicateIoRedis(client: IoRedisLockClient): RedisConnection {
           ...(client.options as { redisOptions?: object }).redisOptions,
           connectionName: SUBSCRIBER_NAME,
           enableReadyCheck: false,
+          disconnectTimeout: OWNED_DISCONNECT_TIMEOUT_MS,
         },
         enableOfflineQueue: true,
         lazyConnect: false,
@@ -143,6 +144,7 @@ function duplicateIoRedis(client: IoRedisLockClient): RedisConnection {
         // The ready check sends INFO, which a connection already in subscriber mode rejects ("only subscriber
         // commands may be used"): seen under load when a SUBSCRIBE went out first. Subscribing needs no check.
         enableReadyCheck: false,
+        disconnectTimeout: OWNED_DISCONNECT_TIMEOUT_MS,
       });
   // Its failures surface through SUBSCRIBE replies; without a listener ioredis would print each one.
   connection.on('error', () => undefined);
@@ -151,6 +153,14 @@ function duplicateIoRedis(client: IoRedisLockClient): RedisConnection {
 
 /** How long QUIT, then the socket close, may take before we stop waiting. */
 const CLOSE_TIMEOUT_MS = 1_000;
+
+/**
+ * ioredis' `disconnectTimeout` for connections we create and close: how long its disconnect() waits for the socket's
+ * 'close' before destroying it. Its default (2 s) holds the process that long when the socket had already failed
+ * (server unreachable), since that 'close' never comes again. closeConnection() only disconnects after QUIT was
+ * answered or when the connection is not up, so there is nothing left to wait for.
+ */
+export const OWNED_DISCONNECT_TIMEOUT_MS = 0;
 
 /**
  * Closes a connection we own: QUIT when it is connected (the server answers what it already received),

@@ -1,6 +1,6 @@
 import { isPackageInstalled, loadOptionalPackage } from '../../../utils/optional-package';
 import type { IoRedisLockClient, NodeRedisLockClient, RedisConnectionOptions } from '../redis-client';
-import { closeConnection, IoRedisPort } from './ioredis-port';
+import { closeConnection, IoRedisPort, OWNED_DISCONNECT_TIMEOUT_MS } from './ioredis-port';
 import { closeNodeRedisClient, NodeRedisPort } from './node-redis-port';
 import type { RedisPort } from './redis-port';
 
@@ -32,8 +32,9 @@ export function createOwnedPort(
     );
   }
   const { Redis } = loadOptionalPackage<typeof import('ioredis')>('ioredis', FEATURE);
-  const created =
-    options.url !== undefined ? new Redis(options.url, options.redisOptions ?? {}) : new Redis(options.redisOptions!);
+  // The app's own disconnectTimeout, if it set one, wins.
+  const redisOptions = { disconnectTimeout: OWNED_DISCONNECT_TIMEOUT_MS, ...options.redisOptions };
+  const created = options.url !== undefined ? new Redis(options.url, redisOptions) : new Redis(redisOptions);
   created.on('error', onError);
   const client = created as unknown as IoRedisLockClient;
   return { port: new IoRedisPort(client), close: () => closeConnection(created) };
