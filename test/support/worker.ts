@@ -502,6 +502,18 @@ export function leave(): void {
 }
 
 /**
+ * In a process that must exit by itself once it closed everything (the lifecycle tests): if it is still alive
+ * `afterMs` later, says on stderr what keeps it open. Unref'd, so it never holds the process itself.
+ */
+export function reportIfStillAlive(afterMs: number): void {
+  setTimeout(() => {
+    process.stderr.write(
+      `still alive after close; active resources: ${JSON.stringify(process.getActiveResourcesInfo())}\n`,
+    );
+  }, afterMs).unref();
+}
+
+/**
  * In a worker: runs `main`; a failure goes to the parent as an ErrorMessage and exits 1. With `exitWhenDone`
  * the process exits 0 after `main` (a client library's idle handle must not keep a finished bench worker alive);
  * without, it exits by itself once nothing keeps it open, which the lifecycle tests rely on.

@@ -6,7 +6,7 @@ import { firstValueFrom } from 'rxjs';
 import { LockTimeoutError } from '../../lib/errors';
 import { LockService } from '../../lib/lock.service';
 import { BackendUnderTest, connectBackend } from '../support/backends';
-import { fromParent, leave, runWorker, stayAlive, toParent, workerConfig } from '../support/worker';
+import { fromParent, leave, reportIfStillAlive, runWorker, stayAlive, toParent, workerConfig } from '../support/worker';
 import { runIncrements } from './increment-loop';
 import { ParentMessage, WORKER_CONFIG_ENV, WorkerConfig, WorkerMessage } from './worker-protocol';
 
@@ -90,12 +90,7 @@ async function lifecycle(config: WorkerConfig): Promise<void> {
   if (second !== first) await second.close();
   await send({ type: 'done', summary: { fencingToken: next.fencingToken.toString() } });
   leave();
-  // Unref'd: only fires if something else keeps the process alive, and then says what.
-  setTimeout(() => {
-    process.stderr.write(
-      `still alive after close; active resources: ${JSON.stringify(process.getActiveResourcesInfo())}\n`,
-    );
-  }, 4_000).unref();
+  reportIfStillAlive(4_000);
 }
 
 // Left (leave()) before the final checks, so that what remains is only what the library left open.
