@@ -24,6 +24,9 @@ const HELD = Number.POSITIVE_INFINITY;
 class Pipe {
   private readonly queue: { chunk: Buffer; dueAt: number }[] = [];
   private timer: NodeJS.Timeout | undefined;
+  /** Chunks read, and chunks forwarded or dropped, since the start. */
+  private pushed = 0;
+  private done = 0;
 
   constructor(
     private readonly to: Socket,
@@ -31,6 +34,7 @@ class Pipe {
   ) {}
 
   push(chunk: Buffer): void {
+    this.pushed += 1;
     this.queue.push({ chunk, dueAt: this.dueAt() });
     this.pump();
   }
@@ -41,9 +45,16 @@ class Pipe {
     this.pump();
   }
 
+  /** True once every chunk read so far has been forwarded (or dropped with the connection). */
+  passedSoFar(): () => boolean {
+    const upTo = this.pushed;
+    return () => this.done >= upTo;
+  }
+
   stop(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.done += this.queue.length;
     this.queue.length = 0;
   }
 
@@ -58,6 +69,7 @@ class Pipe {
     const now = Date.now();
     while (this.queue.length > 0 && this.queue[0].dueAt <= now) {
       const { chunk } = this.queue.shift()!;
+      this.done += 1;
       if (!this.to.destroyed) this.to.write(chunk);
     }
     const next = this.queue[0];
@@ -118,6 +130,16 @@ export class FaultProxy {
   /** Connections open now, and accepted since start. */
   get stats(): { open: number; accepted: number } {
     return { open: this.connections.size, accepted: this.accepted };
+  }
+
+  /**
+   * True once everything read so far, on every open connection and both ways, has been forwarded: traffic delayed
+   * under one mode that is still on its way would hold back (in order) what follows under the next.
+   */
+  passedSoFar(): () => boolean {
+    const pipes = [...this.connections].flatMap((connection) => [connection.requests, connection.replies]);
+    const checks = pipes.map((pipe) => pipe.passedSoFar());
+    return () => checks.every((passed) => passed());
   }
 
   setMode(mode: ProxyMode): void {

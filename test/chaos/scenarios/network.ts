@@ -152,6 +152,11 @@ async function delayedReplies(scope: Scope, target: ChaosTarget, checks: Checks)
   );
   checks.that('tryAcquire returns no lock either', !tried.startsWith('granted'), tried);
 
+  // The slow phase's last replies (its clean-up, late grants given back) are still on their way, each delayed past
+  // the ttl. The proxy forwards in order, so the next phase's replies would queue behind them and arrive later than
+  // its delay says (past Redlock's requestTimeout). Let them through first.
+  const slowPassed = proxies.map((proxy) => proxy.passedSoFar());
+  await pollUntil('the slow replies to be delivered', () => slowPassed.every((passed) => passed()), 3 * TTL);
   for (const proxy of proxies) proxy.delay(fastDelay(target), 'replies');
   const fast = await locks.acquire('fast', { ttl: TTL, waitTimeout: 3 * TTL }).then(
     (lock: LockHandle) => ({ lock, remaining: lock.expiresAt - Date.now() }),
