@@ -154,8 +154,9 @@ async function delayedReplies(scope: Scope, target: ChaosTarget, checks: Checks)
 
   // The slow phase's last replies (its clean-up, late grants given back) are still on their way, each delayed past
   // the ttl. The proxy forwards in order, so the next phase's replies would queue behind them and arrive later than
-  // its delay says (past Redlock's requestTimeout). Let them through first.
+  // its delay says (past Redlock's requestTimeout). Stop delaying, let them through, then start the next phase.
   const slowPassed = proxies.map((proxy) => proxy.passedSoFar());
+  for (const proxy of proxies) proxy.pass();
   await pollUntil('the slow replies to be delivered', () => slowPassed.every((passed) => passed()), 3 * TTL);
   for (const proxy of proxies) proxy.delay(fastDelay(target), 'replies');
   const fast = await locks.acquire('fast', { ttl: TTL, waitTimeout: 3 * TTL }).then(
@@ -166,7 +167,7 @@ async function delayedReplies(scope: Scope, target: ChaosTarget, checks: Checks)
   checks.that(
     'with replies delayed by less than the ttl, the lock returned is still valid',
     'lock' in fast && fast.remaining > 0,
-    fastOutcome,
+    'error' in fast ? `${fastOutcome}: ${fast.error.message}` : fastOutcome,
   );
   for (const proxy of proxies) proxy.pass();
   if ('lock' in fast) await fast.lock.release().catch(() => undefined);
