@@ -47,7 +47,9 @@ describe('LockService.events$ and maxHold', () => {
     const locks = new LockService(backend);
     const events: LockEvent[] = [];
     locks.events$.subscribe((event) => events.push(event));
-    const lock = await locks.acquire('k', { ttl: 300 });
+    // Long enough that the first failed renewal (at ttl / 3) still leaves validity on a loaded machine, where a
+    // stall past a 300 ms ttl would go straight to "lost".
+    const lock = await locks.acquire('k', { ttl: 3_000 });
     backend.extendFault = 'error';
     await lastValueFrom(lock.renewals$).catch(() => undefined);
     const types = events.map((e) => e.type);

@@ -58,7 +58,9 @@ describe('attachLockLogger', () => {
     const backend = new FlakyBackend();
     const locks = new LockService(backend);
     attachLockLogger(locks, logger);
-    const lock = await locks.acquire('report:1', { ttl: 300 });
+    // A ttl long enough that the first failed renewal (at ttl / 3) still leaves validity on a loaded machine: with
+    // 300 ms, a stall past the ttl skipped "at risk" and went straight to "lost" (seen once in CI).
+    const lock = await locks.acquire('report:1', { ttl: 3_000 });
     backend.extendError = new Error('connect ETIMEDOUT redis://app:s3cret@10.0.0.7:6380');
     await expect(lastValueFrom(lock.renewals$)).rejects.toThrow(/lost/);
 

@@ -107,7 +107,8 @@ describe('attachLockMetrics', () => {
     const backend = new FlakyBackend();
     const locks = new LockService(backend);
     attachLockMetrics(locks, { meterProvider: harness.meterProvider });
-    const lock = await locks.acquire('report:1', { ttl: 300 });
+    // Long enough that the first failed renewal still leaves validity on a loaded machine (see lock-logger.spec).
+    const lock = await locks.acquire('report:1', { ttl: 3_000 });
     backend.extendError = new Error('ECONNRESET (injected)');
     await expect(lastValueFrom(lock.renewals$)).rejects.toThrow(/lost/);
 
@@ -119,8 +120,8 @@ describe('attachLockMetrics', () => {
     const lost = histogramPoint(metrics.get(LockMetricNames.holdDuration), { ...report, 'lock.outcome': 'lost' })!;
     expect(lost.count).toBe(1);
     // Lost when the validity ran out: about one ttl after the last good renewal.
-    expect(lost.sum).toBeGreaterThanOrEqual(0.25);
-    expect(lost.sum).toBeLessThan(5);
+    expect(lost.sum).toBeGreaterThanOrEqual(2.5);
+    expect(lost.sum).toBeLessThan(30);
     await locks.close();
   });
 
