@@ -165,15 +165,16 @@ function installedVersions(dir) {
 }
 
 /**
- * The compiled test files under `dir`, relative to the fixture. Named one by one: Node 20 runs the tests of a
- * directory given to `node --test`, Node 22 and later take only files and globs (a directory is "Cannot find module").
+ * The compiled test files under `subdir` of the fixture `dir`, relative to the fixture. Named one by one: Node 20
+ * runs the tests of a directory given to `node --test`, Node 22 and later take only files and globs (a directory is
+ * "Cannot find module").
  */
-function testFiles(dir) {
-  const files = readdirSync(dir, { recursive: true })
+function testFiles(dir, subdir) {
+  const files = readdirSync(join(dir, subdir), { recursive: true })
     .map(String)
     .filter((name) => name.endsWith('.test.js'))
-    .map((name) => relative(dirname(dirname(dir)), join(dir, name)));
-  if (files.length === 0) throw new Error(`no compiled *.test.js files under ${dir}`);
+    .map((name) => join(subdir, name));
+  if (files.length === 0) throw new Error(`no compiled *.test.js files under ${join(dir, subdir)}`);
   return files.sort();
 }
 
@@ -193,7 +194,7 @@ async function testFixture(fixture, client, tarball, redisUrl, work) {
   if (present.length > 0)
     throw new Error(`optional peers were installed without being asked for: ${present.join(', ')}`);
   await sh('npx', ['tsc', '-p', 'tsconfig.json']);
-  await sh('node', ['--test', ...testFiles(join(dir, 'dist', 'test'))], { REDIS_URL: redisUrl });
+  await sh('node', ['--test', ...testFiles(dir, join('dist', 'test'))], { REDIS_URL: redisUrl });
   if (client !== FIXTURES[fixture].full && option('--client') === undefined)
     return { blocks: '-', versions: installedVersions(dir) };
 
@@ -224,7 +225,7 @@ async function testFixture(fixture, client, tarball, redisUrl, work) {
     ),
   );
   await sh('npx', ['tsc', '-p', 'tsconfig.extras.json']);
-  await sh('node', ['--test', ...testFiles(join(dir, 'dist', 'extras'))], { REDIS_URL: redisUrl });
+  await sh('node', ['--test', ...testFiles(dir, join('dist', 'extras'))], { REDIS_URL: redisUrl });
   return { blocks, versions: installedVersions(dir) };
 }
 
