@@ -1,10 +1,14 @@
 import { OwnNodeWatches } from '../../lib/backends/zookeeper/own-node-watches';
 import type { ZooKeeperSession } from '../../lib/backends/zookeeper/zookeeper-session';
+import type { Event as ZkEvent } from 'node-zookeeper-client';
+
+// node-zookeeper-client's Event.NODE_DELETED.
+const NODE_DELETED = 2;
 
 // Only the bookkeeping: no server call is made for a node found gone (the session is never used here).
 const unusedSession = {} as ZooKeeperSession;
 
-describe('OwnNodeWatches: a node found gone by the read that set its watch', () => {
+describe('OwnNodeWatches: a deletion reaches every listener, also one that subscribes after it', () => {
   it('tells the listeners there are, and every later one, until the entry is forgotten', async () => {
     const watches = new OwnNodeWatches(unusedSession, () => undefined);
     watches.watcherFor('/locks/a/_c_x-lock-0000000001', 'session-1');
@@ -26,5 +30,22 @@ describe('OwnNodeWatches: a node found gone by the read that set its watch', () 
     watches.forget('/locks/a/_c_x-lock-0000000001');
     expect(watches.size).toBe(0);
     expect(early).toHaveBeenCalledTimes(1);
+  });
+
+  it('keeps a deletion its watch reported before anyone listened, for the handle that observes after the grant', async () => {
+    const watches = new OwnNodeWatches(unusedSession, () => undefined);
+    const path = '/locks/b/_c_y-lock-0000000007';
+    const watcher = watches.watcherFor(path, 'session-1');
+    watcher({ getType: () => NODE_DELETED } as ZkEvent);
+
+    const told = await new Promise<string>((resolve) => watches.onDeleted(path, () => resolve('told')));
+    expect(told).toBe('told');
+    // Its owner ends the entry when it releases (see remove()) or gives the node up.
+    watches.forget(path);
+    expect(watches.size).toBe(0);
+    const afterForget = jest.fn();
+    watches.onDeleted(path, afterForget);
+    await Promise.resolve();
+    expect(afterForget).not.toHaveBeenCalled();
   });
 });

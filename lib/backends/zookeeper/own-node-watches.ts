@@ -7,7 +7,7 @@ interface Entry {
   readonly sessionId: string;
   readonly listeners: Set<() => void>;
   readonly watcher: (event: ZkEvent) => void;
-  /** Found gone by the read that set the watch (see gone()): every listener, also a later one, hears of it. */
+  /** Known to be deleted: every listener, also one that subscribes later, hears of it. */
   gone?: boolean;
 }
 
@@ -16,9 +16,10 @@ interface Entry {
  * it (for the fencing token), so it costs no extra round trip. When the node of a held lock is deleted by anyone but its release
  * (an operator, a script), the handle hears of it at once instead of at its next renewal.
  *
- * node-zookeeper-client cannot remove a watch; an entry ends when its watch fires on the deletion (our own
- * release or abandonment deletes the node too), or when the session it belongs to expires, since an expired
- * session's watches never fire.
+ * A deletion can be heard before anyone listens: an uncontended grant returns before the read that sets the
+ * watch (QueueEntry.join), and the handle observes only after the grant. So a deleted entry stays, marked, for
+ * the listener still to come, and ends when its owner removes or forgets the node, or when the session it
+ * belongs to expires (an expired session's watches never fire). node-zookeeper-client cannot remove a watch.
  */
 export class OwnNodeWatches {
   private readonly entries = new Map<string, Entry>();
@@ -50,19 +51,23 @@ export class OwnNodeWatches {
 
   /**
    * The read that set the watch found the node gone, after the lock was granted without waiting for that read
-   * (see QueueEntry.join). No watch will fire, so the entry stays, marked, for the handle that may not observe
-   * yet; whoever ends the lock forgets it.
+   * (see QueueEntry.join). No watch will fire, so this tells the listeners instead.
    */
   gone(path: string): void {
     const entry = this.entries.get(path);
-    if (!entry || entry.gone) return;
-    entry.gone = true;
-    const listeners = [...entry.listeners];
-    entry.listeners.clear();
-    for (const listener of listeners) listener();
+    if (entry) this.deleted(entry);
   }
 
-  /** The watch could not be set (the call failed, or the node was gone): nothing will ever fire for it. */
+  /** Deletes a node of ours and ends its entry: nobody listens for a node its owner removes. */
+  async remove(path: string): Promise<boolean> {
+    try {
+      return await this.session.remove(path);
+    } finally {
+      this.forget(path);
+    }
+  }
+
+  /** Ends the entry: the node is gone or being removed by its owner, or its watch could not be set. */
   forget(path: string): void {
     this.entries.delete(path);
   }
@@ -79,19 +84,21 @@ export class OwnNodeWatches {
   private onWatch(path: string, event: ZkEvent): void {
     const entry = this.entries.get(path);
     if (!entry) return;
-    if (event.getType() === NODE_DELETED) return this.deleted(path, entry);
+    if (event.getType() === NODE_DELETED) return this.deleted(entry);
     // The data changed (Curator's revocation request writes to the node): watches are one-shot, so set it again.
     this.track(
       this.session.watchNode(path, entry.watcher).then(
-        (stat) => stat === null && this.deleted(path, entry),
+        (stat) => stat === null && this.entries.get(path) === entry && this.deleted(entry),
         () => undefined,
       ),
     );
   }
 
-  private deleted(path: string, entry: Entry): void {
-    if (this.entries.get(path) !== entry) return;
-    this.entries.delete(path);
-    for (const listener of [...entry.listeners]) listener();
+  private deleted(entry: Entry): void {
+    if (entry.gone) return;
+    entry.gone = true;
+    const listeners = [...entry.listeners];
+    entry.listeners.clear();
+    for (const listener of listeners) listener();
   }
 }

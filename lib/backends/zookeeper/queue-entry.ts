@@ -191,8 +191,7 @@ export class QueueEntry {
     this.ownPath = undefined;
     const cleanUp = async () => {
       if (path) {
-        // Gone already (see join's background read): no watch event will end its entry.
-        if (!(await session.remove(path))) this.ctx.ownNodes.forget(path);
+        await this.ctx.ownNodes.remove(path);
         return;
       }
       const children = (await session.getChildren(this.parent)) ?? [];

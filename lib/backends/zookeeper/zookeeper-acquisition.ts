@@ -75,6 +75,7 @@ export class ZooKeeperAcquisition {
         const confirmedAt = await this.waitForTurn(contender).finally(stopWatchingOwnNode);
         if (confirmedAt !== undefined) return this.handOver(contender, confirmedAt);
         // Our node is gone; join again at the back.
+        this.ctx.ownNodes.forget(contender.path);
         this.control.queued = false;
         this.entry.disown();
         if (!rejoin) return undefined;
@@ -101,7 +102,7 @@ export class ZooKeeperAcquisition {
         );
       }
       // Someone holds it: leave at once, like Curator's acquire(0, ms).
-      await this.control.server(this.ctx.session.remove(contender.path));
+      await this.control.server(this.ctx.ownNodes.remove(contender.path));
       this.entry.disown();
       return null;
     } catch (error) {

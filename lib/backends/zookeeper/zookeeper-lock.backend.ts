@@ -157,9 +157,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     const state = asZooKeeperLockState(lock.state);
     if (state.sessionId !== this.session.sessionId) return false;
     try {
-      const deleted = await this.session.remove(state.nodePath);
-      // Gone already: no watch event will end its entry.
-      if (!deleted) this.ownNodes.forget(state.nodePath);
+      const deleted = await this.ownNodes.remove(state.nodePath);
       this.sweeper.add(state.nodePath.slice(0, state.nodePath.lastIndexOf('/')));
       if (state.semaphorePath !== undefined) {
         this.sweeper.add(`${state.semaphorePath}/${SEMAPHORE_GATE}`);

@@ -98,7 +98,7 @@ export class ZooKeeperSemaphoreAcquisition {
     const leave = async () => {
       for (let failures = 0; session.sessionId === gate.sessionId; failures++) {
         try {
-          await session.remove(gate.nodePath);
+          await this.ctx.ownNodes.remove(gate.nodePath);
           return;
         } catch (error) {
           if (!isConnectionLoss(error)) return;
