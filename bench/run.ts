@@ -66,7 +66,14 @@ const FULL: Settings = {
   },
   manyKeys: { durationMs: 2_400, rounds: 3, keys: 1_000, workers: 64 },
   renewing: { locks: 10_000, windowMs: 5_000, ttlMs: 3_000, concurrency: 200 },
-  http: { durationSeconds: 2, warmupSeconds: 2, connections: 16, rounds: { memory: 14, redis: 10 } },
+  http: {
+    durationSeconds: 2,
+    warmupSeconds: 2,
+    connections: 16,
+    rounds: { memory: 14, redis: 10 },
+    cpuRate: 600,
+    cpuSeconds: 3,
+  },
   crossProcess: { windowMs: 2_000, rounds: 5, processes: 4, contendersPerProcess: 4, holdMs: 1 },
   footprint: { names: 1_000_000, concurrency: 256, drainBudgetMs: 120_000 },
 };
@@ -76,7 +83,7 @@ const QUICK: Settings = {
   hotKey: { ...FULL.hotKey, durationMs: 800 },
   manyKeys: { ...FULL.manyKeys, durationMs: 800 },
   renewing: { ...FULL.renewing, locks: 2_000, windowMs: 2_000 },
-  http: { ...FULL.http, durationSeconds: 1, rounds: { memory: 4, redis: 4 } },
+  http: { ...FULL.http, durationSeconds: 1, cpuSeconds: 2, rounds: { memory: 4, redis: 4 } },
   crossProcess: { ...FULL.crossProcess, windowMs: 1_000, rounds: 2 },
   footprint: { names: 50_000, concurrency: 128, drainBudgetMs: 30_000 },
 };

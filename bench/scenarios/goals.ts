@@ -273,7 +273,7 @@ function withLockGoal({ http }: Results, backend: 'memory' | 'redis', limit: num
     goal,
     measured:
       `${num(over.median, 1)} µs (median over rounds, which ranged ${num(over.range[0], 1)} to ${num(over.range[1], 1)}; ` +
-      `${num(locked.cpuPerRequest, 1)} vs ${num(intercepted.cpuPerRequest, 1)} µs per request, ${num(locked.requestsPerSecond, 0)} vs ${num(intercepted.requestsPerSecond, 0)} req/s${share}${floor})`,
+      `${num(locked.cpuPerRequest, 1)} vs ${num(intercepted.cpuPerRequest, 1)} µs per request paced, ${num(locked.requestsPerSecond, 0)} vs ${num(intercepted.requestsPerSecond, 0)} req/s saturated${share}${floor})`,
     met: over.median <= limit,
   };
 }

@@ -13,6 +13,15 @@ export interface HttpSettings {
   readonly warmupSeconds: number;
   readonly connections: number;
   /**
+   * CPU per request is measured in a second run of each route, paced at this many requests/s (below every
+   * route's capacity) for `cpuSeconds`. A saturated run overstates a slower route: with the app the bottleneck,
+   * the load generator idles between replies, and each reply's socket write then pays to wake it (measured:
+   * about 30 µs per request more in writev alone for the locked route than for the pass-through one, against
+   * 1 µs when both run at the same rate).
+   */
+  readonly cpuRate: number;
+  readonly cpuSeconds: number;
+  /**
    * Measured rounds per backend. Each round runs the three routes once, in an order that rotates from round to
    * round, so each route follows each other equally often (a run leaves garbage that the next one collects).
    */
@@ -50,6 +59,12 @@ export interface HttpRow {
 interface RouteRun {
   readonly result: autocannon.Result;
   readonly cpuMs: number | undefined;
+}
+
+/** A route's saturated run (req/s, latency) and its paced run (CPU per request), back to back. */
+interface RoutePair {
+  readonly saturated: RouteRun;
+  readonly paced: RouteRun;
 }
 
 const APP = join(__dirname, '..', 'http-app.ts');
@@ -116,7 +131,7 @@ export async function http(
     title:
       'app CPU per request and requests/s: plain, pass-through interceptor, @WithLock (and the raw commands on Redis)',
     notes: [
-      '"app CPU µs/request" is the app process\'s user + system CPU time during a run divided by its requests, median over the runs (from /proc, 10 ms ticks).',
+      `"app CPU µs/request" is the app process's user + system CPU time during a paced run (${settings.cpuRate} requests/s, ${settings.cpuSeconds} s) divided by its requests, median over the rounds (from /proc, 10 ms ticks). req/s, "vs plain" and latency come from the saturated runs.`,
       '"CPU µs over" is the median, over the rounds, of this route\'s app CPU per request minus that of the route named in brackets in the same round, then the lowest and highest of those differences.',
       '"vs plain" is the median, over the rounds, of the ratio of req/s to the plain run of the same round, with the lowest and highest in brackets (req/s is the mean).',
       'autocannon reports latency in whole milliseconds.',
@@ -156,7 +171,8 @@ export async function http(
           'Half the rounds therefore run in an app that declares the plain route first, and half in a second app process that declares the locked route first; the pass-through route comes third in both. ' +
           `autocannon: ${settings.connections} connections, ${settings.warmupSeconds} s warm-up per route in each app, then ${settings.rounds.memory} (memory) or ${settings.rounds.redis} (Redis) rounds, each a ${settings.durationSeconds} s run of every route ` +
           '(the order rotates from round to round, so each route follows each other equally often: a run leaves garbage that the next one pays to collect). ' +
-          'req/s is the mean of those runs, latency percentiles are from the last run. ' +
+          `Each of those runs is followed by a run of the same route paced at ${settings.cpuRate} requests/s for ${settings.cpuSeconds} s, which gives the CPU figures: saturated, the app is the bottleneck, autocannon idles between replies, and each reply's socket write pays to wake it, so a slower route's CPU per request grows with work that is not its own (about 30 µs more in writev alone for the locked route than for the pass-through one when saturated, 1 µs when both run paced). ` +
+          'req/s is the mean of the saturated runs, latency percentiles are from the last one. ' +
           'App and autocannon run as separate processes on the same 2 cores (and redis-server for the Redis rows).',
       ],
       tables: [table],
@@ -180,9 +196,11 @@ async function measureBackend(
     rounds.push(...(await measureApp(servers, backend, order, share, settings)));
   }
   return routesOf(backend).map((route): HttpRow => {
-    const results = rounds.map((round) => round[route]!.result);
+    const results = rounds.map((round) => round[route]!.saturated.result);
     const last = results[results.length - 1];
-    const ratios = rounds.map((round) => round[route]!.result.requests.average / round.plain!.result.requests.average);
+    const ratios = rounds.map(
+      (round) => round[route]!.saturated.result.requests.average / round.plain!.saturated.result.requests.average,
+    );
     const cpu = rounds.flatMap((round) => {
       const value = cpuPerRequest(round[route]!);
       return value === undefined ? [] : [value];
@@ -212,13 +230,14 @@ async function measureBackend(
   });
 }
 
-/** One run of each route of the backend, in the same stretch of minutes. */
-type Round = Partial<Record<Route, RouteRun>>;
+/** One pair of runs of each route of the backend, in the same stretch of minutes. */
+type Round = Partial<Record<Route, RoutePair>>;
 
-function cpuPerRequest(run: RouteRun): number | undefined {
-  return run.cpuMs === undefined || run.result.requests.total === 0
+/** From the paced run: at the same request rate, every route pays the same socket and wake-up costs. */
+function cpuPerRequest({ paced }: RoutePair): number | undefined {
+  return paced.cpuMs === undefined || paced.result.requests.total === 0
     ? undefined
-    : (run.cpuMs * 1000) / run.result.requests.total;
+    : (paced.cpuMs * 1000) / paced.result.requests.total;
 }
 
 /** A started bench app: its base URL and a reader of its CPU time. */
@@ -271,17 +290,25 @@ async function measureApp(
     apps.push(main);
     const unlocked = routes.includes('plain-unlocked') ? await startApp(servers, backend, order) : undefined;
     if (unlocked) apps.push(unlocked);
-    const run = (route: Route, seconds: number) =>
+    const run = (route: Route, seconds: number, rate?: number) =>
       route === 'plain-unlocked'
-        ? load(unlocked!.base, 'plain', seconds, settings.connections, unlocked!.cpu)
-        : load(main.base, route, seconds, settings.connections, main.cpu);
+        ? load(unlocked!.base, 'plain', seconds, settings.connections, unlocked!.cpu, rate)
+        : load(main.base, route, seconds, settings.connections, main.cpu, rate);
     for (const route of routes) await run(route, settings.warmupSeconds);
     const measured: Round[] = [];
     for (let round = 0; round < rounds; round++) {
       const runs: Round = {};
       for (let step = 0; step < routes.length; step++) {
         const route = routes[(round + step) % routes.length];
-        runs[route] = await run(route, settings.durationSeconds);
+        const saturated = await run(route, settings.durationSeconds);
+        const paced = await run(route, settings.cpuSeconds, settings.cpuRate);
+        const expected = settings.cpuRate * settings.cpuSeconds;
+        if (paced.result.requests.total < 0.9 * expected) {
+          throw new Error(
+            `${route} served ${paced.result.requests.total} of the ${expected} requests of a paced run: lower http.cpuRate`,
+          );
+        }
+        runs[route] = { saturated, paced };
       }
       measured.push(runs);
     }
@@ -297,12 +324,15 @@ async function load(
   seconds: number,
   connections: number,
   cpu: () => number | undefined,
+  /** Requests/s over all connections; unset: as fast as the app answers. */
+  overallRate?: number,
 ): Promise<RouteRun> {
   const before = cpu();
   const result = await autocannon({
     url: base,
     connections,
     duration: seconds,
+    overallRate,
     requests: [
       {
         method: 'GET',
