@@ -8,6 +8,7 @@ import { LockService } from '../../lib/lock.service';
 import { closeNodeRedisClient, createNodeRedisClient, type NodeRedisClient } from '../support/backends';
 import { freeTestPort } from '../support/free-port';
 import { startRedis, type TestRedisServer } from '../support/redis-server';
+import { sleep } from '../support/time';
 import { publishAfterResubscribe } from './resubscribe-race';
 import { deadline, lockRequest, NAMESPACE } from './redis-spec-helpers';
 
@@ -138,6 +139,17 @@ describe('Redis backend over a node-redis client', () => {
       await backend.close();
     }
     // Its connections are gone: only the admin connection is left.
+    const list = await admin.client('LIST');
+    expect(String(list).trim().split('\n')).toHaveLength(1);
+  });
+
+  it('closed while its own node-redis client is still connecting, leaves no connection behind', async () => {
+    // node-redis' destroy() during a connect leaves the socket being opened connected for good (the process
+    // then never exits), so close() lets the attempt end first. Several at once: a late connection shows.
+    const backends = Array.from({ length: 5 }, () => new RedisLockBackend({ url: server.url, clientPackage: 'redis' }));
+    await Promise.all(backends.map((backend) => backend.close()));
+    // A connection left behind would have been established long before this (loopback, no queue to drain).
+    await sleep(500);
     const list = await admin.client('LIST');
     expect(String(list).trim().split('\n')).toHaveLength(1);
   });

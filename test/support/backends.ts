@@ -7,6 +7,7 @@ import { asEtcdLockState } from '../../lib/backends/etcd/etcd-lock-state';
 import { MemoryLockBackend } from '../../lib/backends/memory/memory-lock.backend';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
+import { closeNodeRedisClient as closeOwnedNodeRedisClient } from '../../lib/backends/redis/port/node-redis-port';
 import { connectRedlockBackend } from '../redlock/redlock-support';
 import { freeTestPort } from './free-port';
 import { connectClusterBackend } from './redis-cluster';
@@ -137,9 +138,9 @@ export function createNodeRedisClient(url: string, resp: 2 | 3): NodeRedisClient
 /** What tests use of a node-redis client, whatever its RESP generics. */
 export type NodeRedisClient = import('redis').RedisClientType;
 
-export async function closeNodeRedisClient(client: NodeRedisClient): Promise<void> {
-  if (client.isReady) await client.close().catch(() => undefined);
-  if (client.isOpen) client.destroy();
+/** Closes it as the backend closes a client it created (which also covers a client still connecting). */
+export function closeNodeRedisClient(client: NodeRedisClient): Promise<void> {
+  return closeOwnedNodeRedisClient(client);
 }
 
 function nodeRedisBackend(url: string, resp: 2 | 3): BackendUnderTest {

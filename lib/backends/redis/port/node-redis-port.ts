@@ -17,6 +17,8 @@ interface NodeRedisConnection {
   subscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>;
   unsubscribe(channels: string[], listener: (message: string, channel: string) => void): Promise<unknown>;
   on(event: string, listener: (...args: unknown[]) => void): unknown;
+  once(event: string, listener: (...args: unknown[]) => void): unknown;
+  off(event: string, listener: (...args: unknown[]) => void): unknown;
   /** node-redis 5 and 6; `quit` is the older name. */
   close?(): Promise<unknown>;
   quit?(): Promise<unknown>;
@@ -194,6 +196,7 @@ export function closeNodeRedisClient(client: NodeRedisLockClient): Promise<void>
 async function closeNodeRedis(connection: NodeRedisConnection): Promise<void> {
   const deadline = timeoutSignal(CLOSE_TIMEOUT_MS, () => new Error('close timed out'));
   try {
+    if (connection.isOpen && !connection.isReady) await connectAttemptSettled(connection, deadline.signal);
     if (connection.isReady) {
       const quit = connection.close ? connection.close() : connection.quit?.();
       await raceAbort(Promise.resolve(quit), deadline.signal, () => deadline.signal.reason).catch(() => undefined);
@@ -202,4 +205,24 @@ async function closeNodeRedis(connection: NodeRedisConnection): Promise<void> {
     deadline.dispose();
     if (connection.isOpen) connection.destroy();
   }
+}
+
+/**
+ * Resolves when a connecting client's attempt has ended ('ready' or 'error'), or on `signal`. node-redis 5's
+ * destroy() drops only a socket the client already has: called while a connect is under way, it leaves the
+ * socket being opened to connect afterwards and stay open for good, and the app's process never exits (an app
+ * closed right after it started). After 'error' the client sleeps before its next try, with no socket.
+ */
+function connectAttemptSettled(connection: NodeRedisConnection, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const settle = () => {
+      connection.off('ready', settle);
+      connection.off('error', settle);
+      signal.removeEventListener('abort', settle);
+      resolve();
+    };
+    connection.once('ready', settle);
+    connection.once('error', settle);
+    signal.addEventListener('abort', settle, { once: true });
+  });
 }
