@@ -2,6 +2,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { sleep } from './time';
 
 /**
  * The one server harness: spawning, readiness, signals and reaping of the real servers the tests run against
@@ -253,10 +254,6 @@ export class ServerExitedError extends Error {
   get portTaken(): boolean {
     return /address already in use|bind: address/i.test(this.output);
   }
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 /** The servers must not pick up a developer's ETCD_* settings (they would override our flags). */
