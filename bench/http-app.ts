@@ -27,6 +27,7 @@ import {
 import { from, mergeMap, type Observable } from 'rxjs';
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
+import { GCProfiler, getHeapStatistics } from 'node:v8';
 import { DistributedLockModule, LockBackend, MemoryLockBackend, RedisLockBackend, WithLock } from '../lib';
 
 /** Does nothing: the cost of Nest's interceptor machinery itself, which @WithLock also runs through. */
@@ -144,6 +145,34 @@ function appModule({ backend, client }: BenchBackend): DynamicModule {
   };
 }
 
+/**
+ * Bytes allocated on the JS heap between start() and stop(): the growth of the used heap, plus what each
+ * collection in between freed. Unlike CPU time, it does not drift with the shared machine's speed.
+ */
+class HeapAllocation {
+  private profiler: GCProfiler | undefined;
+  private usedAtStart = 0;
+
+  start(): void {
+    this.profiler?.stop();
+    this.profiler = new GCProfiler();
+    this.usedAtStart = getHeapStatistics().used_heap_size;
+    this.profiler.start();
+  }
+
+  stop(): number {
+    const collections = this.profiler?.stop()?.statistics ?? [];
+    this.profiler = undefined;
+    let allocated = 0;
+    let usedAfterLast = this.usedAtStart;
+    for (const { beforeGC, afterGC } of collections) {
+      allocated += beforeGC.heapStatistics.usedHeapSize - usedAfterLast;
+      usedAfterLast = afterGC.heapStatistics.usedHeapSize;
+    }
+    return allocated + getHeapStatistics().used_heap_size - usedAfterLast;
+  }
+}
+
 async function main(): Promise<void> {
   const port = Number(process.env.PORT ?? 3000);
   const bench = backendFromEnv();
@@ -157,7 +186,12 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => void stop());
   process.once('SIGINT', () => void stop());
   if (process.send) {
-    process.on('message', (message: { type?: string }) => message?.type === 'stop' && void stop());
+    const heap = new HeapAllocation();
+    process.on('message', (message: { type?: string }) => {
+      if (message?.type === 'stop') void stop();
+      else if (message?.type === 'heap-start') heap.start();
+      else if (message?.type === 'heap-stop') process.send!({ type: 'heap', bytes: heap.stop() });
+    });
     process.send({ type: 'ready', port });
   } else {
     console.log(`bench http app (${process.env.LOCK_BACKEND ?? 'memory'}) on http://127.0.0.1:${port}`);

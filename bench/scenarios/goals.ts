@@ -269,11 +269,13 @@ function withLockGoal({ http }: Results, backend: 'memory' | 'redis', limit: num
   // On Redis, what the two commands alone cost over the same pass-through route (the floor for a Redis lock).
   const raw = http?.find((row) => row.backend === backend && row.route === 'raw-redis')?.cpuOver;
   const floor = raw ? `; a raw SET NX PX + DEL route: ${num(raw.median, 1)} µs` : '';
+  const heap =
+    locked.heapOver === undefined ? '' : `; heap allocated: ${num(locked.heapOver / 1024, 1)} KB more per request`;
   return {
     goal,
     measured:
       `${num(over.median, 1)} µs (median over rounds, which ranged ${num(over.range[0], 1)} to ${num(over.range[1], 1)}; ` +
-      `${num(locked.cpuPerRequest, 1)} vs ${num(intercepted.cpuPerRequest, 1)} µs per request paced, ${num(locked.requestsPerSecond, 0)} vs ${num(intercepted.requestsPerSecond, 0)} req/s saturated${share}${floor})`,
+      `${num(locked.cpuPerRequest, 1)} vs ${num(intercepted.cpuPerRequest, 1)} µs per request paced, ${num(locked.requestsPerSecond, 0)} vs ${num(intercepted.requestsPerSecond, 0)} req/s saturated${share}${floor}${heap})`,
     met: over.median <= limit,
   };
 }

@@ -53,12 +53,20 @@ export interface HttpRow {
    */
   readonly cpuOver:
     { readonly baseline: Route; readonly median: number; readonly range: readonly [number, number] } | undefined;
+  /**
+   * Bytes the app allocated on its JS heap per request in the paced runs, median over rounds, and the median
+   * of the per-round differences with the same baseline as cpuOver. Allocation does not drift with the VM's
+   * speed, so it tracks changes that CPU time is too noisy to show; each byte also costs collection later.
+   */
+  readonly heapPerRequest: number | undefined;
+  readonly heapOver: number | undefined;
 }
 
-/** One route's autocannon run, with the app's CPU time spent during it. */
+/** One route's autocannon run, with the app's CPU time spent during it (and, paced, its heap allocation). */
 interface RouteRun {
   readonly result: autocannon.Result;
   readonly cpuMs: number | undefined;
+  readonly heapBytes?: number;
 }
 
 /** A route's saturated run (req/s, latency) and its paced run (CPU per request), back to back. */
@@ -100,7 +108,7 @@ function baselineOf(backend: 'memory' | 'redis', route: Route): Route | undefine
   const baseline = COMPARED_WITH[route];
   return baseline && routesOf(backend).includes(baseline) ? baseline : undefined;
 }
-type AppMessage = { readonly type: 'ready'; readonly port: number };
+type AppMessage = { readonly type: 'ready'; readonly port: number } | { readonly type: 'heap'; readonly bytes: number };
 
 /** Scenario 5: autocannon against the bench app: the same handler plain, behind a pass-through interceptor, and with @WithLock. */
 export async function http(
@@ -121,6 +129,7 @@ export async function http(
     'route',
     'app CPU µs/request',
     'CPU µs over',
+    'heap KB/request (over)',
     'req/s',
     'vs plain',
     'latency p50 ms',
@@ -133,6 +142,7 @@ export async function http(
     notes: [
       `"app CPU µs/request" is the app process's user + system CPU time during a paced run (${settings.cpuRate} requests/s, ${settings.cpuSeconds} s) divided by its requests, median over the rounds (from /proc, 10 ms ticks). req/s, "vs plain" and latency come from the saturated runs.`,
       '"CPU µs over" is the median, over the rounds, of this route\'s app CPU per request minus that of the route named in brackets in the same round, then the lowest and highest of those differences.',
+      '"heap KB/request" is what the app allocated on its JS heap during the paced run (from the used heap and what each collection in between freed, v8.GCProfiler) divided by its requests, median over the rounds; in brackets, the median over the rounds of the difference with the route named under "CPU µs over". It does not drift with the machine\'s speed as CPU time does.',
       '"vs plain" is the median, over the rounds, of the ratio of req/s to the plain run of the same round, with the lowest and highest in brackets (req/s is the mean).',
       'autocannon reports latency in whole milliseconds.',
       ...failureNotes(failures),
@@ -147,6 +157,9 @@ export async function http(
         row.cpuOver
           ? `${num(row.cpuOver.median, 1)} (${row.cpuOver.baseline}; ${num(row.cpuOver.range[0], 1)} to ${num(row.cpuOver.range[1], 1)})`
           : '',
+        row.heapPerRequest === undefined
+          ? 'n/a'
+          : `${num(row.heapPerRequest / 1024, 1)}${row.heapOver === undefined ? '' : ` (${row.heapOver >= 0 ? '+' : ''}${num(row.heapOver / 1024, 1)})`}`,
         num(row.requestsPerSecond, 0),
         row.route !== 'plain'
           ? `${num(row.vsPlain, 2)}x (${num(row.vsPlainRange[0], 2)}-${num(row.vsPlainRange[1], 2)})`
@@ -201,14 +214,18 @@ async function measureBackend(
     const ratios = rounds.map(
       (round) => round[route]!.saturated.result.requests.average / round.plain!.saturated.result.requests.average,
     );
-    const cpu = rounds.flatMap((round) => {
-      const value = cpuPerRequest(round[route]!);
-      return value === undefined ? [] : [value];
-    });
+    const cpu = rounds.flatMap((round) => definedOrNone(cpuPerRequest(round[route]!)));
     const baseline = baselineOf(backend, route);
     const over = baseline
       ? rounds.flatMap((round) => {
           const [mine, theirs] = [cpuPerRequest(round[route]!), cpuPerRequest(round[baseline]!)];
+          return mine === undefined || theirs === undefined ? [] : [mine - theirs];
+        })
+      : [];
+    const heap = rounds.flatMap((round) => definedOrNone(heapPerRequest(round[route]!)));
+    const heapOver = baseline
+      ? rounds.flatMap((round) => {
+          const [mine, theirs] = [heapPerRequest(round[route]!), heapPerRequest(round[baseline]!)];
           return mine === undefined || theirs === undefined ? [] : [mine - theirs];
         })
       : [];
@@ -226,8 +243,21 @@ async function measureBackend(
         baseline && over.length > 0
           ? { baseline, median: summarize(over).median, range: [Math.min(...over), Math.max(...over)] }
           : undefined,
+      heapPerRequest: heap.length > 0 ? summarize(heap).median : undefined,
+      heapOver: heapOver.length > 0 ? summarize(heapOver).median : undefined,
     };
   });
+}
+
+function definedOrNone(value: number | undefined): number[] {
+  return value === undefined ? [] : [value];
+}
+
+/** Heap bytes per request of the paced run. */
+function heapPerRequest({ paced }: RoutePair): number | undefined {
+  return paced.heapBytes === undefined || paced.result.requests.total === 0
+    ? undefined
+    : paced.heapBytes / paced.result.requests.total;
 }
 
 /** One pair of runs of each route of the backend, in the same stretch of minutes. */
@@ -240,11 +270,18 @@ function cpuPerRequest({ paced }: RoutePair): number | undefined {
     : (paced.cpuMs * 1000) / paced.result.requests.total;
 }
 
-/** A started bench app: its base URL and a reader of its CPU time. */
+/** A started bench app: its base URL, a reader of its CPU time, and a window on its heap allocation. */
 interface RunningApp {
   readonly base: string;
   readonly cpu: () => number | undefined;
+  readonly heap: HeapWindow;
   stop(): Promise<void>;
+}
+
+/** Asks the app to count the bytes it allocates from start() until stop() answers. */
+interface HeapWindow {
+  start(): void;
+  stop(): Promise<number>;
 }
 
 async function startApp(
@@ -269,7 +306,14 @@ async function startApp(
     await stop();
     throw error;
   }
-  return { base: `http://127.0.0.1:${port}`, cpu: processCpu(app.pid), stop };
+  const heap: HeapWindow = {
+    start: () => app.send({ type: 'heap-start' }),
+    stop: async () => {
+      app.send({ type: 'heap-stop' });
+      return (await app.message('heap', 10_000)).bytes;
+    },
+  };
+  return { base: `http://127.0.0.1:${port}`, cpu: processCpu(app.pid), heap, stop };
 }
 
 /**
@@ -290,10 +334,10 @@ async function measureApp(
     apps.push(main);
     const unlocked = routes.includes('plain-unlocked') ? await startApp(servers, backend, order) : undefined;
     if (unlocked) apps.push(unlocked);
-    const run = (route: Route, seconds: number, rate?: number) =>
-      route === 'plain-unlocked'
-        ? load(unlocked!.base, 'plain', seconds, settings.connections, unlocked!.cpu, rate)
-        : load(main.base, route, seconds, settings.connections, main.cpu, rate);
+    const run = (route: Route, seconds: number, rate?: number) => {
+      const [app, path] = route === 'plain-unlocked' ? [unlocked!, 'plain' as const] : [main, route];
+      return load(app, path, seconds, settings.connections, rate);
+    };
     for (const route of routes) await run(route, settings.warmupSeconds);
     const measured: Round[] = [];
     for (let round = 0; round < rounds; round++) {
@@ -318,18 +362,20 @@ async function measureApp(
   }
 }
 
+/** One autocannon run; a paced one (overallRate set) also counts the app's heap allocation. */
 async function load(
-  base: string,
+  app: RunningApp,
   route: Exclude<Route, 'plain-unlocked'>,
   seconds: number,
   connections: number,
-  cpu: () => number | undefined,
   /** Requests/s over all connections; unset: as fast as the app answers. */
   overallRate?: number,
 ): Promise<RouteRun> {
-  const before = cpu();
+  const paced = overallRate !== undefined;
+  if (paced) app.heap.start();
+  const before = app.cpu();
   const result = await autocannon({
-    url: base,
+    url: app.base,
     connections,
     duration: seconds,
     overallRate,
@@ -340,8 +386,9 @@ async function load(
       },
     ],
   });
-  const after = cpu();
-  return { result, cpuMs: before === undefined || after === undefined ? undefined : after - before };
+  const after = app.cpu();
+  const heapBytes = paced ? await app.heap.stop() : undefined;
+  return { result, cpuMs: before === undefined || after === undefined ? undefined : after - before, heapBytes };
 }
 
 /** Reads a process's CPU time (user + system, ms) from /proc; undefined off Linux. */
