@@ -216,19 +216,9 @@ async function measureBackend(
     );
     const cpu = rounds.flatMap((round) => definedOrNone(cpuPerRequest(round[route]!)));
     const baseline = baselineOf(backend, route);
-    const over = baseline
-      ? rounds.flatMap((round) => {
-          const [mine, theirs] = [cpuPerRequest(round[route]!), cpuPerRequest(round[baseline]!)];
-          return mine === undefined || theirs === undefined ? [] : [mine - theirs];
-        })
-      : [];
+    const over = differences(rounds, route, baseline, cpuPerRequest);
     const heap = rounds.flatMap((round) => definedOrNone(heapPerRequest(round[route]!)));
-    const heapOver = baseline
-      ? rounds.flatMap((round) => {
-          const [mine, theirs] = [heapPerRequest(round[route]!), heapPerRequest(round[baseline]!)];
-          return mine === undefined || theirs === undefined ? [] : [mine - theirs];
-        })
-      : [];
+    const heapOver = differences(rounds, route, baseline, heapPerRequest);
     return {
       backend,
       route,
@@ -246,6 +236,20 @@ async function measureBackend(
       heapPerRequest: heap.length > 0 ? summarize(heap).median : undefined,
       heapOver: heapOver.length > 0 ? summarize(heapOver).median : undefined,
     };
+  });
+}
+
+/** Per round, this route's figure minus the baseline route's, where both have one. */
+function differences(
+  rounds: readonly Round[],
+  route: Route,
+  baseline: Route | undefined,
+  figure: (pair: RoutePair) => number | undefined,
+): number[] {
+  if (!baseline) return [];
+  return rounds.flatMap((round) => {
+    const [mine, theirs] = [figure(round[route]!), figure(round[baseline]!)];
+    return mine === undefined || theirs === undefined ? [] : [mine - theirs];
   });
 }
 
