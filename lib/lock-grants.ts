@@ -39,7 +39,7 @@ export class LockGrants {
     if (resolved.waitTimeout === 0) {
       return this.attempt(request, resolved, started, () => this.timedOut(request, resolved, started, 0));
     }
-    if (this.backend.tryBeforeWait && !this.backend.hasWaiterFor?.(request)) {
+    if (this.backend.tryBeforeWait) {
       // The uncontended fast path: one round trip, no wait machinery.
       return this.attempt(request, resolved, started, () => this.wait(request, resolved, started, onWait));
     }

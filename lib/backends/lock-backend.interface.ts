@@ -29,13 +29,6 @@ export interface LockBackend {
    */
   readonly tryBeforeWait?: boolean;
 
-  /**
-   * Whether an acquire of this backend is waiting for the request's key now. With `tryBeforeWait`, the core then
-   * skips the try, which would only find the key busy: the acquire queues at once, with one call instead of two
-   * (a hot key contended by several callers of one process).
-   */
-  hasWaiterFor?(request: AcquireRequest): boolean;
-
   /** One attempt, never waits for the key to become free. */
   tryAcquire(request: AcquireRequest): Promise<LockGrant | null>;
 

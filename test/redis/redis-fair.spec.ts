@@ -104,35 +104,6 @@ describe.each<ClientKind>(['ioredis', 'node-redis'])('Redis FIFO mode (fairness:
     expect(await admin.exists(redisLockKeys(ns, 'queue').queue, redisLockKeys(ns, 'queue').queueExpiry)).toBe(0);
   });
 
-  it('an acquire of a key its own process already waits for queues at once (one script call, no try first)', async () => {
-    const scriptCalls = async () =>
-      Number(/cmdstat_evalsha:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
-    const locks = service();
-    const held = await locks.acquire('queue', { ttl: 30_000 });
-    // Nobody of this process waits yet: a try, the call that queues, and one more once subscribed to releases.
-    let before = await scriptCalls();
-    const first = await enqueue(locks, 'queue', 0);
-    expect((await scriptCalls()) - before).toBe(3);
-    // Its own waiter shows the key is busy: it queues straight away, behind that waiter.
-    before = await scriptCalls();
-    const second = await enqueue(locks, 'queue', 1);
-    expect((await scriptCalls()) - before).toBe(1);
-    // Another process knows nothing of those waiters: it tries first, as the first one did.
-    before = await scriptCalls();
-    const third = await enqueue(service(), 'queue', 2);
-    expect((await scriptCalls()) - before).toBe(3);
-
-    const order: string[] = [];
-    const track = (name: string, granted: Promise<LockHandle>) =>
-      granted.then(async (lock) => {
-        order.push(name);
-        await lock.release();
-      });
-    await held.release();
-    await Promise.all([track('first', first.granted), track('second', second.granted), track('third', third.granted)]);
-    expect(order).toEqual(['first', 'second', 'third']);
-  });
-
   it('a SIGKILLed waiter in the middle of the queue holds up those behind it for at most the waiter ttl', async () => {
     const waiterTtl = 2_000;
     const held = await service({ waiterTtl }).acquire('queue', { ttl: 30_000 });

@@ -55,8 +55,6 @@ export class RedisLockBackend implements LockBackend {
   private readonly handoffId = randomBytes(8).toString('hex');
   /** Waiting acquires (close() aborts them) and clean-ups: releases of late grants, queue entries taken back. */
   private readonly lifecycle: BackendLifecycle;
-  /** How many acquires wait now, per lock name: see hasWaiterFor. */
-  private readonly waitingNames = new Map<string, number>();
 
   constructor(options: RedisLockBackendOptions) {
     const tuning = redisTuningOf(options);
@@ -102,27 +100,10 @@ export class RedisLockBackend implements LockBackend {
     this.lifecycle.assertOpen('acquire');
     if (signal.aborted) throw signal.reason;
     const request = withStoredToken(given);
-    const name = lockName(request);
-    this.waitingNames.set(name, (this.waitingNames.get(name) ?? 0) + 1);
-    try {
-      // close() can abort the wait too.
-      return await this.lifecycle.wait(signal, async (own) =>
-        new RedisWaiter(this.commands, this.sharedSubscriber(), this.handoffId, request, own).acquire(),
-      );
-    } finally {
-      const left = this.waitingNames.get(name)! - 1;
-      if (left === 0) this.waitingNames.delete(name);
-      else this.waitingNames.set(name, left);
-    }
-  }
-
-  /**
-   * A caller of this process already waits for the name, so it is busy: the core queues a new acquire at once
-   * (RedisWaiter's first attempt grants a free key all the same) instead of trying first. Two calls become one,
-   * and the newcomer joins the FIFO queue without a try's round trip in which others could queue ahead of it.
-   */
-  hasWaiterFor(request: AcquireRequest): boolean {
-    return this.waitingNames.size > 0 && this.waitingNames.has(lockName(request));
+    // close() can abort the wait too.
+    return this.lifecycle.wait(signal, async (own) =>
+      new RedisWaiter(this.commands, this.sharedSubscriber(), this.handoffId, request, own).acquire(),
+    );
   }
 
   async extend(lock: HeldLock, ttl: number): Promise<number | null> {
@@ -188,9 +169,4 @@ export class RedisLockBackend implements LockBackend {
     await this.subscriber?.close();
     await this.closeOwnedClient?.();
   }
-}
-
-/** A lock's name within this backend (its kind aside: a semaphore and a lock of one name only share the count). */
-function lockName(request: AcquireRequest): string {
-  return `${request.namespace}\u0000${request.key}`;
 }
