@@ -1,9 +1,13 @@
+import { monotonicNow } from '../utils/clock';
 import { LIST_SLOT } from '../utils/slot-list';
 import { RenewalScheduler, ScheduledRenewal } from './renewal-scheduler';
 
 /** Renewable's methods are symbols, so that they stay out of view on the object that implements them. */
 export const RENEW = Symbol('Renewable.renew');
 export const VALIDITY_LEFT = Symbol('Renewable.validityLeft');
+
+/** How many times the last renewal's latency a renewal leaves itself before the validity ends. */
+const LATENCY_ROOM = 1.5;
 
 /**
  * What the watchdog keeps alive: one renewal attempt at a time, and how much validity is left. A LockKeeper is
@@ -65,6 +69,7 @@ export class Watchdog implements ScheduledRenewal {
   /** Clears `inFlight` itself: a `.finally()` here would be two more promises per renewal. */
   private async runOnce(): Promise<void> {
     let outcome: 'renewed' | 'retry' | 'lost' | 'expire';
+    const startedAt = monotonicNow();
     try {
       outcome = await this.target[RENEW]();
     } catch {
@@ -73,12 +78,22 @@ export class Watchdog implements ScheduledRenewal {
       this.inFlight = undefined;
     }
     if (this.stopped) return;
-    // A backend may grant less validity than asked (ZooKeeper caps it at the session timeout): renew before half of it is gone.
-    if (outcome === 'renewed') this.schedule(Math.min(this.interval, this.target[VALIDITY_LEFT]() / 2));
+    if (outcome === 'renewed') this.schedule(this.nextDelay(monotonicNow() - startedAt));
     else if (outcome === 'expire') this.schedule(Math.max(0, this.target[VALIDITY_LEFT]()));
     // Retry sooner than the normal period, but in proportion to what is left so a short outage is ridden out.
     else if (outcome === 'retry')
       this.schedule(Math.min(this.interval, Math.max(25, this.target[VALIDITY_LEFT]() / 4)));
+  }
+
+  /**
+   * After a renewal that took `took` ms: the period, or sooner when little validity is left. A backend may grant
+   * less than asked (ZooKeeper caps it at the session timeout): renew before half of it is gone. On a slow
+   * server, the next renewal must also leave room to come back at the same latency and then some: with a ttl
+   * of 3 s and renewals taking 1 s, waiting a full period would let the validity run out in flight.
+   */
+  private nextDelay(took: number): number {
+    const left = this.target[VALIDITY_LEFT]();
+    return Math.max(0, Math.min(this.interval, left / 2, left - LATENCY_ROOM * took));
   }
 
   private schedule(delay: number): void {

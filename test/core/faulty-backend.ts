@@ -14,6 +14,11 @@ export class FaultyBackend implements LockBackend {
   extendFault: 'none' | 'error' | 'hang' = 'none';
   acquireFault: 'none' | 'hang-ignoring-signal' = 'none';
   tryAcquireDelayMs = 0;
+  /**
+   * How long an extend's answer takes to come back after the renewal took effect: a slow server or network.
+   * The validity it answers counts from before the delay, as a client counts it from the call.
+   */
+  extendDelayMs = 0;
 
   async tryAcquire(request: AcquireRequest): Promise<LockGrant | null> {
     this.calls.tryAcquire += 1;
@@ -31,7 +36,9 @@ export class FaultyBackend implements LockBackend {
     this.calls.extend += 1;
     if (this.extendFault === 'error') throw new Error('ECONNRESET (injected)');
     if (this.extendFault === 'hang') return new Promise(() => undefined);
-    return this.inner.extend(lock, ttl);
+    const validUntil = await this.inner.extend(lock, ttl);
+    if (this.extendDelayMs) await new Promise((r) => setTimeout(r, this.extendDelayMs));
+    return validUntil;
   }
 
   async release(lock: HeldLock): Promise<boolean> {

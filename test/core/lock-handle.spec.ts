@@ -39,6 +39,18 @@ describe('LockHandle watchdog (core, over the memory backend with injected fault
     await lock.release();
   });
 
+  it('keeps a lock whose renewals take 40 % of its ttl: the next renewal leaves room for the same latency', async () => {
+    // A renewal every ttl/3 that takes 1.2 s of a 3 s ttl would come back after the validity it had.
+    backend.extendDelayMs = 1_200;
+    const lock = await locks.acquire('slow-renewals', { ttl: 3_000 });
+    const lost = lostPromise(lock.signal);
+    const renewed = firstValueFrom(lock.renewals$.pipe(take(5), toArray()));
+    await expect(Promise.race([renewed, lost.then((reason) => Promise.reject(reason))])).resolves.toHaveLength(5);
+    expect(lock.isHeld).toBe(true);
+    backend.extendDelayMs = 0;
+    await lock.release();
+  }, 30_000);
+
   it('completes the stream on release, stops renewing, and release is idempotent', async () => {
     const lock = await locks.acquire('file:2', { ttl: 200 });
     const all = lastValueFrom(lock.renewals$.pipe(toArray()));

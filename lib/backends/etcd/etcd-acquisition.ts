@@ -1,5 +1,6 @@
 import type { AcquireRequest, LockGrant } from '../lock-backend.interface';
 import { LockBackendError } from '../../errors';
+import { monotonicNow } from '../../utils/clock';
 import { AcquisitionAbort } from './etcd-acquisition-abort';
 import { contenderValue } from './etcd-key-layout';
 import { isLeaseNotFound } from './etcd-lease';
@@ -12,6 +13,9 @@ import { EtcdTurnWait } from './etcd-turn-wait';
 
 /** How often join() takes a seat on a fresh session when the lease it joined was gone before our key was put. */
 const JOIN_ATTEMPTS = 3;
+
+/** A keepalive sent this recently counts as fresh for a grant that needs one (see handOverFresh). */
+const FRESH_KEEPALIVE_MS = 50;
 
 /** Our place in the queue: one key on a session lease. */
 interface QueueEntry extends Seat {
@@ -75,9 +79,9 @@ export class EtcdAcquisition {
       if (this.abort.aborted) throw this.abort.reason;
       for (;;) {
         const entry = await this.join();
-        if (entry.holds) return this.handOver(entry);
+        if (entry.holds) return await this.handOverFresh(entry);
         const turn = new EtcdTurnWait(this.etcd, this.rules, this.abort, this.operation, this.track);
-        if (await turn.untilFirst(entry)) return this.handOver(entry);
+        if (await turn.untilFirst(entry)) return await this.handOverFresh(entry);
         // Our key vanished while queued (its lease expired or was revoked). Join again, at the back.
         this.leave();
       }
@@ -92,7 +96,7 @@ export class EtcdAcquisition {
   async tryAcquire(): Promise<LockGrant | null> {
     try {
       const entry = await this.join();
-      if (entry.holds ?? (await this.holdsNow(entry))) return this.handOver(entry);
+      if (entry.holds ?? (await this.holdsNow(entry))) return await this.handOverFresh(entry);
       // Someone holds or queues ahead of us: delete our key (one write) before we answer.
       this.entry = undefined;
       await this.abort.call(entry.session.deleteAndLeave(entry.key, entry.createRevision.toString()));
@@ -156,6 +160,18 @@ export class EtcdAcquisition {
   private async holdsNow(entry: Queued): Promise<boolean> {
     const seen = await this.abort.call(this.etcd.inspect(this.rules, entry.key, entry.createRevision));
     return seen.present && seen.blocker === undefined;
+  }
+
+  /**
+   * handOver(), after one more keepalive when the session's last one is so old that the grant would carry less
+   * than half its ttl (a slow server: the put and the keepalive sent beside it took long). Such a lock would be
+   * due for renewal at once and, at the same latency, lost before the renewal came back.
+   */
+  private async handOverFresh(entry: Queued): Promise<LockGrant> {
+    const left = validUntil(entry.session.aliveSince, this.request.ttl, entry.session.leaseTtlSeconds) - monotonicNow();
+    if (left < this.request.ttl / 2 && !entry.session.lost)
+      await this.abort.call(entry.session.refresh(FRESH_KEEPALIVE_MS).catch(() => undefined));
+    return this.handOver(entry);
   }
 
   private handOver(entry: Queued): LockGrant {

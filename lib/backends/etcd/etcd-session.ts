@@ -45,6 +45,8 @@ export class EtcdSession {
   /** Keys whose delete failed (name -> create revision), retried each tick: their names stay reserved. */
   private readonly undeleted = new Map<string, string | undefined>();
   private refreshing: Promise<number> | undefined;
+  /** Monotonic ms when `refreshing` was sent. */
+  private refreshingSince = -Infinity;
   private timer: NodeJS.Timeout | undefined;
   private idleSince: number | undefined;
 
@@ -75,10 +77,19 @@ export class EtcdSession {
     return Math.max(100, (this.leaseTtlSeconds * 1000) / 3);
   }
 
-  /** One keepalive, shared with any already in flight. Resolves the lease's TTL, <= 0 once it is gone. */
-  refresh(): Promise<number> {
-    this.refreshing ??= this.keepAlive().finally(() => (this.refreshing = undefined));
-    return this.refreshing;
+  /**
+   * One keepalive, shared with one already in flight if that was sent within `maxAgeMs`. Resolves the lease's
+   * TTL, <= 0 once it is gone. A grant counts its validity from the keepalive's sending, so on a slow server
+   * sharing one sent long ago would hand out a lock with little validity left: then another goes out beside it.
+   */
+  refresh(maxAgeMs = Infinity): Promise<number> {
+    if (this.refreshing && monotonicNow() - this.refreshingSince <= maxAgeMs) return this.refreshing;
+    this.refreshingSince = monotonicNow();
+    const refreshing: Promise<number> = this.keepAlive().finally(() => {
+      if (this.refreshing === refreshing) this.refreshing = undefined;
+    });
+    this.refreshing = refreshing;
+    return refreshing;
   }
 
   /**
@@ -88,7 +99,7 @@ export class EtcdSession {
    */
   ensureFresh(): Promise<unknown> | undefined {
     if (monotonicNow() - this.aliveSince <= this.periodMs / 2) return undefined;
-    return this.refresh().catch(() => undefined);
+    return this.refresh(this.periodMs / 2).catch(() => undefined);
   }
 
   /** A keepalive sent by someone else (the watchdog's batch) answered: `ttl` <= 0 means the lease is gone. */
@@ -165,7 +176,10 @@ export class EtcdSession {
       void this.retire();
       return;
     }
-    this.owner.background(this.refresh().catch(() => undefined));
+    this.owner.background(this.refresh(this.periodMs / 2).catch(() => undefined));
+    // Unanswered a period from now (a slow server), another goes out beside it, so the lease's validity keeps
+    // counting from recent keepalives; an answer re-arms for a period after it (renewed()).
+    if (!this.lost) this.arm(this.periodMs);
   }
 
   /** See the class comment: deletes, by create revision, the keys of holders that stopped renewing. */
