@@ -57,6 +57,8 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
   private renewalChain: Promise<RenewOutcome> | undefined;
   /** Renewals queued or running; release waits for them only when there are any. */
   private renewing = 0;
+  /** Monotonic ms when the renewal that set `validUntil` was sent. */
+  private validitySentAt = -Infinity;
   private stopObserving: (() => void) | undefined;
 
   constructor(
@@ -169,9 +171,17 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
     this.onEnd(this.handle);
   }
 
-  /** @internal The watchdog's renewal, at the current ttl. */
-  [RENEW](): Promise<RenewOutcome> {
-    return this.renew(this.ttl);
+  /**
+   * @internal The watchdog's renewal, at the current ttl. `alongside`: one is still in flight (a slow server), so
+   * this one goes out now instead of after it; the chain still covers both, so release and extend wait for both.
+   */
+  [RENEW](alongside: boolean): Promise<RenewOutcome> {
+    if (!alongside || this.renewing === 0) return this.renew(this.ttl);
+    this.renewing += 1;
+    const renewal = this.renewOnce(this.ttl);
+    const chained = () => renewal;
+    this.renewalChain = this.renewalChain!.then(chained, chained);
+    return renewal;
   }
 
   /** @internal ms of validity left, for the watchdog. */
@@ -191,6 +201,7 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
 
   /** Counts itself out of `renewing` when done. */
   private async renewOnce(ttl: number, onTransient?: (error: unknown) => void): Promise<RenewOutcome> {
+    const sentAt = monotonicNow();
     try {
       if (this.state !== 'held') return 'lost';
       const remaining = this.validUntil - monotonicNow();
@@ -205,7 +216,8 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
       }
       let validUntil: number | null;
       try {
-        validUntil = await this.extender.extend(this.lock, ttl, this.validUntil);
+        // Waits until the validity ends, as it stands then: a renewal beside this one may move it meanwhile.
+        validUntil = await this.extender.extend(this.lock, ttl, this);
       } catch (error) {
         if (this.state !== 'held') return 'lost';
         if (monotonicNow() >= this.validUntil) {
@@ -222,6 +234,9 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
         this.markLost('the server no longer has it: it expired, was deleted, or its lease was revoked');
         return 'lost';
       }
+      // Two renewals in flight may answer out of order: the one sent earlier must not shorten the later one's validity.
+      if (sentAt < this.validitySentAt) return 'renewed';
+      this.validitySentAt = sentAt;
       this.validUntil = validUntil;
       this.renewalCount += 1;
       // Nobody listening (the usual case with many held locks): no renewal object to build.

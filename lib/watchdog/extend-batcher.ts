@@ -1,19 +1,26 @@
 import type { HeldLock, LockBackend } from '../backends/lock-backend.interface';
 import { LockBackendError } from '../errors';
 import { MAX_TIMER_DELAY, monotonicNow } from '../utils/clock';
-import { withDeadline } from '../utils/deadline';
 
 /** One extend waiting for its batch; it is also the `{ lock, ttl }` item handed to `extendMany`. */
 interface PendingExtend {
   readonly lock: HeldLock;
   readonly ttl: number;
-  /** Monotonic ms after which the caller stops waiting for the answer. */
-  readonly deadline: number;
+  /** The caller stops waiting for the answer at its `validUntil` (monotonic ms), read when the timer fires. */
+  readonly until: ValidityOwner;
   /** Monotonic ms when the call was made, for the timeout's message. */
   readonly madeAt: number;
   settled: boolean;
   resolve(validUntil: number | null): void;
   reject(error: unknown): void;
+}
+
+/**
+ * Whose validity bounds the wait: a lock's keeper, read at expiry rather than when the call was made, because
+ * another renewal of the same lock (two in flight on a slow server) may have moved it later meanwhile.
+ */
+export interface ValidityOwner {
+  readonly validUntil: number;
 }
 
 const batchers = new WeakMap<LockBackend, ExtendBatcher>();
@@ -22,9 +29,9 @@ const batchers = new WeakMap<LockBackend, ExtendBatcher>();
  * Gathers the extend calls made in one turn of the event loop and hands them to the backend's
  * `extendMany` (one pipeline or request) when it has one; otherwise sends them one by one.
  *
- * Each call has a deadline (a watchdog's is the end of the lock's validity). A batch watches all of its
- * deadlines with one timer, armed for the earliest: with thousands of locks held, a timer per renewal was
- * about a fifth of a renewal's client CPU.
+ * Each call waits until the end of its lock's validity. A batch watches all of its deadlines with one timer,
+ * armed for the earliest: with thousands of locks held, a timer per renewal was about a fifth of a renewal's
+ * client CPU. A backend without `extendMany` gets each call at once, watched the same way.
  */
 export class ExtendBatcher {
   private pending: PendingExtend[] = [];
@@ -42,16 +49,15 @@ export class ExtendBatcher {
   }
 
   /**
-   * The backend's extend of `lock` to `ttl`; rejects with a LockBackendError when no answer came by `deadline`
-   * (monotonic ms). A late answer is then ignored.
+   * The backend's extend of `lock` to `ttl`; rejects with a LockBackendError when no answer came by
+   * `until.validUntil` (monotonic ms). A late answer is then ignored.
    */
-  extend(lock: HeldLock, ttl: number, deadline: number): Promise<number | null> {
+  extend(lock: HeldLock, ttl: number, until: ValidityOwner): Promise<number | null> {
     const madeAt = monotonicNow();
-    if (!this.backend.extendMany) {
-      return withDeadline(this.backend.extend(lock, ttl), deadline - madeAt, () => this.timedOut(deadline - madeAt));
-    }
     return new Promise((resolve, reject) => {
-      this.pending.push({ lock, ttl, deadline, madeAt, settled: false, resolve, reject });
+      const item: PendingExtend = { lock, ttl, until, madeAt, settled: false, resolve, reject };
+      if (!this.backend.extendMany) return this.send([item]);
+      this.pending.push(item);
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         // After the current microtasks: every watchdog fired by this tick has made its call by then.
@@ -64,7 +70,13 @@ export class ExtendBatcher {
     this.flushScheduled = false;
     const batch = this.pending;
     this.pending = [];
-    const deadlines = new BatchDeadlines(batch, (item) => item.reject(this.timedOut(item.deadline - item.madeAt)));
+    this.send(batch);
+  }
+
+  private send(batch: PendingExtend[]): void {
+    const deadlines = new BatchDeadlines(batch, (item) =>
+      item.reject(this.timedOut(item.until.validUntil - item.madeAt)),
+    );
     const answered = (results: readonly (number | null | Error)[]) => {
       deadlines.stop();
       for (let index = 0; index < batch.length; index++) {
@@ -84,15 +96,19 @@ export class ExtendBatcher {
         item.reject(error);
       }
     };
-    if (batch.length === 1) {
-      const [only] = batch;
-      this.backend.extend(only.lock, only.ttl).then((result) => answered([result]), failed);
-    } else {
-      this.backend.extendMany!(batch).then(answered, failed);
+    try {
+      if (batch.length === 1) {
+        const [only] = batch;
+        this.backend.extend(only.lock, only.ttl).then((result) => answered([result]), failed);
+      } else {
+        this.backend.extendMany!(batch).then(answered, failed);
+      }
+    } catch (error) {
+      failed(error);
     }
   }
 
-  /** `allowed`: the ms of validity that were left when the call was made. */
+  /** `allowed`: the ms from the call to the end of the validity it waited for. */
   private timedOut(allowed: number): LockBackendError {
     return new LockBackendError(
       this.backend.kind,
@@ -121,7 +137,8 @@ class BatchDeadlines {
 
   private arm(): void {
     let earliest = Infinity;
-    for (const item of this.batch) if (!item.settled && item.deadline < earliest) earliest = item.deadline;
+    for (const item of this.batch)
+      if (!item.settled && item.until.validUntil < earliest) earliest = item.until.validUntil;
     if (earliest === Infinity) return;
     // Timers may fire a fraction of a millisecond early on our clock: then the check below re-arms.
     const delay = Math.min(MAX_TIMER_DELAY, Math.max(1, Math.ceil(earliest - monotonicNow())));
@@ -134,7 +151,7 @@ class BatchDeadlines {
     this.timer = undefined;
     const now = monotonicNow();
     for (const item of this.batch) {
-      if (item.settled || item.deadline > now) continue;
+      if (item.settled || item.until.validUntil > now) continue;
       item.settled = true;
       this.expire(item);
     }

@@ -17,6 +17,8 @@ export interface ScheduledRenewal extends Slotted {
 /** A renewal may run this share of its period early; 10 % of ttl/3 still leaves ample validity. */
 const EARLY_SHARE = 0.1;
 const MAX_EARLY_MS = 1_000;
+/** The share of each faster answer taken into the recent latency. */
+const LATENCY_DECAY = 0.2;
 const schedulers = new WeakMap<LockBackend, RenewalScheduler>();
 
 /**
@@ -28,6 +30,12 @@ export class RenewalScheduler {
   private readonly scheduled = new SlotList<ScheduledRenewal>();
   private timer: NodeJS.Timeout | undefined;
   private timerDueAt = Infinity;
+  /**
+   * How long this backend's renewals take lately (ms): up at once to a slow answer, down gradually. Latency
+   * belongs to the server and the connection, not to one lock, so a lock granted now plans its first renewal
+   * with what the others saw.
+   */
+  private recentLatency = 0;
 
   static for(backend: LockBackend): RenewalScheduler {
     let scheduler = schedulers.get(backend);
@@ -40,6 +48,16 @@ export class RenewalScheduler {
 
   get size(): number {
     return this.scheduled.size;
+  }
+
+  get latency(): number {
+    return this.recentLatency;
+  }
+
+  /** A renewal on this backend took `took` ms, from its call to its answer or failure. */
+  noteLatency(took: number): void {
+    this.recentLatency =
+      took >= this.recentLatency ? took : this.recentLatency * (1 - LATENCY_DECAY) + took * LATENCY_DECAY;
   }
 
   schedule(renewal: ScheduledRenewal, delay: number, period: number): void {

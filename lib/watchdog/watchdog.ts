@@ -10,27 +10,41 @@ export const VALIDITY_LEFT = Symbol('Renewable.validityLeft');
 const LATENCY_ROOM = 1.5;
 
 /**
- * What the watchdog keeps alive: one renewal attempt at a time, and how much validity is left. A LockKeeper is
- * its own Renewable: an adapter object and two closures per grant would be garbage on every lock.
+ * At most this many renewals of one lock in flight. A second goes out only when the first has gone unanswered
+ * for a whole period (a slow server), as etcd's own keepalive loop sends on schedule whatever the answers do:
+ * with a ttl of 3 s and answers taking 2 s, renewals one after the other would each come back too late.
+ */
+const MAX_IN_FLIGHT = 2;
+
+/**
+ * What the watchdog keeps alive, and how much validity is left. A LockKeeper is its own Renewable: an adapter
+ * object and two closures per grant would be garbage on every lock.
  */
 export interface Renewable {
-  /** One renewal. 'retry' = a transient failure while validity remains; 'expire' = stop renewing, check back at expiry. */
-  [RENEW](): Promise<'renewed' | 'retry' | 'lost' | 'expire'>;
+  /**
+   * One renewal. 'retry' = a transient failure while validity remains; 'expire' = stop renewing, check back at
+   * expiry. `alongside`: another renewal is still in flight, and this one must not wait for it.
+   */
+  [RENEW](alongside: boolean): Promise<'renewed' | 'retry' | 'lost' | 'expire'>;
   /** ms of validity left on the monotonic clock. */
   [VALIDITY_LEFT](): number;
 }
 
 /**
- * Renews one lock every `interval` ms until stopped. Renewals never overlap: the next one is scheduled only
- * after the previous settled. The timing itself lives in the backend's shared RenewalScheduler (one unref'd
- * timer for all held locks), so ten thousand held locks do not mean ten thousand timers.
+ * Renews one lock every `interval` ms until stopped. The next renewal is scheduled when the previous one
+ * settles; only a renewal unanswered for a whole period gets a second one beside it (MAX_IN_FLIGHT). The timing
+ * itself lives in the backend's shared RenewalScheduler (one unref'd timer for all held locks), so ten thousand
+ * held locks do not mean ten thousand timers.
  */
 export class Watchdog implements ScheduledRenewal {
   /** Kept by the RenewalScheduler. */
   [LIST_SLOT] = -1;
   dueAt = Infinity;
   slack = 0;
-  private inFlight: Promise<unknown> | undefined;
+  /** The renewals in flight, in the order they were sent; cleared by runOnce itself. */
+  private first: Promise<void> | undefined;
+  private second: Promise<void> | undefined;
+  private inFlight = 0;
   private stopped = false;
 
   constructor(
@@ -41,44 +55,55 @@ export class Watchdog implements ScheduledRenewal {
 
   /** A grant may carry less validity than a full ttl (an etcd session lease kept alive a moment before): same rule as after a renewal. */
   start(): void {
-    this.schedule(Math.min(this.interval, this.target[VALIDITY_LEFT]() / 2));
+    this.schedule(this.nextDelay(0));
   }
 
   /** Used when a manual extend changed the ttl, so the period follows it. */
   setInterval(interval: number): void {
     this.interval = interval;
-    if (!this.stopped && !this.inFlight) this.schedule(interval);
+    if (!this.stopped && this.inFlight === 0) this.schedule(interval);
   }
 
   /** Stops renewing; returns a promise only when a renewal is in flight, to wait for it (release never races a renewal). */
   stop(): Promise<void> | undefined {
     this.stopped = true;
     this.scheduler.cancel(this);
-    return this.inFlight?.then(
+    if (this.inFlight === 0) return undefined;
+    return Promise.all([this.first, this.second]).then(
       () => undefined,
       () => undefined,
     );
   }
 
-  /** Called by the scheduler when this lock's renewal is due. */
+  /** Called by the scheduler when this lock's renewal is due, or when the one in flight has gone a period unanswered. */
   fire(): void {
-    if (this.stopped || this.inFlight) return;
-    this.inFlight = this.runOnce();
+    if (this.stopped || this.inFlight >= MAX_IN_FLIGHT) return;
+    if (!this.first) this.first = this.runOnce(this.second !== undefined, 1);
+    else if (!this.second) this.second = this.runOnce(true, 2);
+    else return;
+    // Replaced by the answer's own schedule when it comes within the period, as it almost always does.
+    if (this.inFlight < MAX_IN_FLIGHT) this.schedule(this.interval);
   }
 
-  /** Clears `inFlight` itself: a `.finally()` here would be two more promises per renewal. */
-  private async runOnce(): Promise<void> {
+  /** Clears its own slot: a `.finally()` here would be two more promises per renewal. */
+  private async runOnce(alongside: boolean, slot: 1 | 2): Promise<void> {
     let outcome: 'renewed' | 'retry' | 'lost' | 'expire';
     const startedAt = monotonicNow();
+    this.inFlight += 1;
     try {
-      outcome = await this.target[RENEW]();
+      outcome = await this.target[RENEW](alongside);
     } catch {
       outcome = 'retry';
     } finally {
-      this.inFlight = undefined;
+      this.inFlight -= 1;
+      if (slot === 1) this.first = undefined;
+      else this.second = undefined;
     }
+    const took = monotonicNow() - startedAt;
+    // Answers only: a failure's time (a refused connection, a deadline) says nothing of how long an answer takes.
+    if (outcome === 'renewed') this.scheduler.noteLatency(took);
     if (this.stopped) return;
-    if (outcome === 'renewed') this.schedule(this.nextDelay(monotonicNow() - startedAt));
+    if (outcome === 'renewed') this.schedule(this.nextDelay(took));
     else if (outcome === 'expire') this.schedule(Math.max(0, this.target[VALIDITY_LEFT]()));
     // Retry sooner than the normal period, but in proportion to what is left so a short outage is ridden out.
     else if (outcome === 'retry')
@@ -86,14 +111,16 @@ export class Watchdog implements ScheduledRenewal {
   }
 
   /**
-   * After a renewal that took `took` ms: the period, or sooner when little validity is left. A backend may grant
-   * less than asked (ZooKeeper caps it at the session timeout): renew before half of it is gone. On a slow
-   * server, the next renewal must also leave room to come back at the same latency and then some: with a ttl
-   * of 3 s and renewals taking 1 s, waiting a full period would let the validity run out in flight.
+   * After a grant, or a renewal that took `took` ms: the period, or sooner when little validity is left. A
+   * backend may grant less than asked (ZooKeeper caps it at the session timeout): renew before half of it is
+   * gone. On a slow server, the next renewal must also leave room to come back at the latency renewals on this
+   * backend have lately had, and then some: with a ttl of 3 s and renewals taking 1 s, waiting a full period
+   * would let the validity run out in flight.
    */
   private nextDelay(took: number): number {
     const left = this.target[VALIDITY_LEFT]();
-    return Math.max(0, Math.min(this.interval, left / 2, left - LATENCY_ROOM * took));
+    const latency = Math.max(took, this.scheduler.latency);
+    return Math.max(0, Math.min(this.interval, left / 2, left - LATENCY_ROOM * latency));
   }
 
   private schedule(delay: number): void {

@@ -61,8 +61,8 @@ describe('ExtendBatcher', () => {
     const batcher = ExtendBatcher.for(backend);
     const deadline = monotonicNow() + 5_000;
     const [forA, forB] = await Promise.all([
-      batcher.extend(heldLock(a), 20_000, deadline),
-      batcher.extend(heldLock(b), 20_000, deadline),
+      batcher.extend(heldLock(a), 20_000, { validUntil: deadline }),
+      batcher.extend(heldLock(b), 20_000, { validUntil: deadline }),
     ]);
     expect(backend.batches).toEqual([2]);
     expect(forA).toBeGreaterThan(monotonicNow() + 15_000);
@@ -86,8 +86,8 @@ describe('ExtendBatcher', () => {
           return { name, error };
         },
       );
-    const early = outcome('early', batcher.extend(item, 10_000, started + 150));
-    const late = outcome('late', batcher.extend(item, 10_000, started + 900));
+    const early = outcome('early', batcher.extend(item, 10_000, { validUntil: started + 150 }));
+    const late = outcome('late', batcher.extend(item, 10_000, { validUntil: started + 900 }));
     const first = await early;
     expect(first).toEqual({ name: 'early', error: expect.any(LockBackendError) });
     // The message gives the validity that was left when the call was made, not what is left at the timeout (0).

@@ -51,6 +51,21 @@ describe('LockHandle watchdog (core, over the memory backend with injected fault
     await lock.release();
   }, 30_000);
 
+  it('keeps a lock whose renewals take more than half its ttl: a renewal unanswered for a period gets a second beside it', async () => {
+    // One after the other, a renewal sent as the previous one answers (1.6 s after it was sent) comes back
+    // 3.2 s after the validity it extends began: past a 3 s ttl.
+    backend.extendDelayMs = 1_600;
+    const lock = await locks.acquire('slower-renewals', { ttl: 3_000 });
+    const lost = lostPromise(lock.signal);
+    const renewed = firstValueFrom(lock.renewals$.pipe(take(5), toArray()));
+    await expect(Promise.race([renewed, lost.then((reason) => Promise.reject(reason))])).resolves.toHaveLength(5);
+    expect(lock.isHeld).toBe(true);
+    backend.extendDelayMs = 0;
+    // Release waits for both renewals in flight, then deletes: nobody holds it afterwards.
+    await lock.release();
+    expect(await locks.isLocked('slower-renewals')).toBe(false);
+  }, 30_000);
+
   it('completes the stream on release, stops renewing, and release is idempotent', async () => {
     const lock = await locks.acquire('file:2', { ttl: 200 });
     const all = lastValueFrom(lock.renewals$.pipe(toArray()));
