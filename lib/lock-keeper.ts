@@ -57,8 +57,6 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
   private renewalChain: Promise<RenewOutcome> | undefined;
   /** Renewals queued or running; release waits for them only when there are any. */
   private renewing = 0;
-  /** Monotonic ms when the renewal that set `validUntil` was sent. */
-  private validitySentAt = -Infinity;
   private stopObserving: (() => void) | undefined;
 
   constructor(
@@ -201,7 +199,6 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
 
   /** Counts itself out of `renewing` when done. */
   private async renewOnce(ttl: number, onTransient?: (error: unknown) => void): Promise<RenewOutcome> {
-    const sentAt = monotonicNow();
     try {
       if (this.state !== 'held') return 'lost';
       const remaining = this.validUntil - monotonicNow();
@@ -234,10 +231,9 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
         this.markLost('the server no longer has it: it expired, was deleted, or its lease was revoked');
         return 'lost';
       }
-      // Two renewals in flight may answer out of order: the one sent earlier must not shorten the later one's validity.
-      if (sentAt < this.validitySentAt) return 'renewed';
-      this.validitySentAt = sentAt;
-      this.validUntil = validUntil;
+      // At the same ttl a renewal only moves the expiry forward on the server, so an answer that would move the
+      // validity back is an earlier-sent one answering after a later one (two in flight): keep the later one's.
+      if (ttl !== this.ttl || validUntil > this.validUntil) this.validUntil = validUntil;
       this.renewalCount += 1;
       // Nobody listening (the usual case with many held locks): no renewal object to build.
       if (this.notices.watched) {

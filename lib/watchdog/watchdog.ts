@@ -41,9 +41,8 @@ export class Watchdog implements ScheduledRenewal {
   [LIST_SLOT] = -1;
   dueAt = Infinity;
   slack = 0;
-  /** The renewals in flight, in the order they were sent; cleared by runOnce itself. */
-  private first: Promise<void> | undefined;
-  private second: Promise<void> | undefined;
+  /** The renewals in flight (all of them, when two are); cleared by runOnce itself. */
+  private flights: Promise<unknown> | undefined;
   private inFlight = 0;
   private stopped = false;
 
@@ -68,8 +67,7 @@ export class Watchdog implements ScheduledRenewal {
   stop(): Promise<void> | undefined {
     this.stopped = true;
     this.scheduler.cancel(this);
-    if (this.inFlight === 0) return undefined;
-    return Promise.all([this.first, this.second]).then(
+    return this.flights?.then(
       () => undefined,
       () => undefined,
     );
@@ -78,15 +76,15 @@ export class Watchdog implements ScheduledRenewal {
   /** Called by the scheduler when this lock's renewal is due, or when the one in flight has gone a period unanswered. */
   fire(): void {
     if (this.stopped || this.inFlight >= MAX_IN_FLIGHT) return;
-    if (!this.first) this.first = this.runOnce(this.second !== undefined, 1);
-    else if (!this.second) this.second = this.runOnce(true, 2);
-    else return;
+    const alongside = this.inFlight > 0;
+    const flight = this.runOnce(alongside);
+    this.flights = alongside ? Promise.all([this.flights, flight]) : flight;
     // Replaced by the answer's own schedule when it comes within the period, as it almost always does.
     if (this.inFlight < MAX_IN_FLIGHT) this.schedule(this.interval);
   }
 
-  /** Clears its own slot: a `.finally()` here would be two more promises per renewal. */
-  private async runOnce(alongside: boolean, slot: 1 | 2): Promise<void> {
+  /** Clears `flights` itself once none is in flight: a `.finally()` here would be two more promises per renewal. */
+  private async runOnce(alongside: boolean): Promise<void> {
     let outcome: 'renewed' | 'retry' | 'lost' | 'expire';
     const startedAt = monotonicNow();
     this.inFlight += 1;
@@ -96,8 +94,7 @@ export class Watchdog implements ScheduledRenewal {
       outcome = 'retry';
     } finally {
       this.inFlight -= 1;
-      if (slot === 1) this.first = undefined;
-      else this.second = undefined;
+      if (this.inFlight === 0) this.flights = undefined;
     }
     const took = monotonicNow() - startedAt;
     // Answers only: a failure's time (a refused connection, a deadline) says nothing of how long an answer takes.
