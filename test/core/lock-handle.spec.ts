@@ -39,31 +39,29 @@ describe('LockHandle watchdog (core, over the memory backend with injected fault
     await lock.release();
   });
 
-  it('keeps a lock whose renewals take 40 % of its ttl: the next renewal leaves room for the same latency', async () => {
-    // A renewal every ttl/3 that takes 1.2 s of a 3 s ttl would come back after the validity it had.
-    backend.extendDelayMs = 1_200;
-    const lock = await locks.acquire('slow-renewals', { ttl: 3_000 });
+  /** Holds a 3 s lock while every renewal's answer takes `delayMs`; resolves once five renewals came back. */
+  async function holdThroughSlowRenewals(key: string, delayMs: number): Promise<void> {
+    backend.extendDelayMs = delayMs;
+    const lock = await locks.acquire(key, { ttl: 3_000 });
     const lost = lostPromise(lock.signal);
     const renewed = firstValueFrom(lock.renewals$.pipe(take(5), toArray()));
     await expect(Promise.race([renewed, lost.then((reason) => Promise.reject(reason))])).resolves.toHaveLength(5);
     expect(lock.isHeld).toBe(true);
     backend.extendDelayMs = 0;
+    // Release waits for the renewals in flight, then deletes: nobody holds it afterwards.
     await lock.release();
+    expect(await locks.isLocked(key)).toBe(false);
+  }
+
+  it('keeps a lock whose renewals take 40 % of its ttl: the next renewal leaves room for the same latency', async () => {
+    // A renewal every ttl/3 that takes 1.2 s of a 3 s ttl would come back after the validity it had.
+    await holdThroughSlowRenewals('slow-renewals', 1_200);
   }, 30_000);
 
   it('keeps a lock whose renewals take more than half its ttl: a renewal unanswered for a period gets a second beside it', async () => {
     // One after the other, a renewal sent as the previous one answers (1.6 s after it was sent) comes back
     // 3.2 s after the validity it extends began: past a 3 s ttl.
-    backend.extendDelayMs = 1_600;
-    const lock = await locks.acquire('slower-renewals', { ttl: 3_000 });
-    const lost = lostPromise(lock.signal);
-    const renewed = firstValueFrom(lock.renewals$.pipe(take(5), toArray()));
-    await expect(Promise.race([renewed, lost.then((reason) => Promise.reject(reason))])).resolves.toHaveLength(5);
-    expect(lock.isHeld).toBe(true);
-    backend.extendDelayMs = 0;
-    // Release waits for both renewals in flight, then deletes: nobody holds it afterwards.
-    await lock.release();
-    expect(await locks.isLocked('slower-renewals')).toBe(false);
+    await holdThroughSlowRenewals('slower-renewals', 1_600);
   }, 30_000);
 
   it('completes the stream on release, stops renewing, and release is idempotent', async () => {
