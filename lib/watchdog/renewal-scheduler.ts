@@ -54,7 +54,7 @@ export class RenewalScheduler {
     return this.recentLatency;
   }
 
-  /** A renewal on this backend took `took` ms, from its call to its answer or failure. */
+  /** A renewal on this backend was answered `took` ms after its call. */
   noteLatency(took: number): void {
     this.recentLatency =
       took >= this.recentLatency ? took : this.recentLatency * (1 - LATENCY_DECAY) + took * LATENCY_DECAY;
