@@ -174,12 +174,7 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
    * this one goes out now instead of after it; the chain still covers both, so release and extend wait for both.
    */
   [RENEW](alongside: boolean): Promise<RenewOutcome> {
-    if (!alongside || this.renewing === 0) return this.renew(this.ttl);
-    this.renewing += 1;
-    const renewal = this.renewOnce(this.ttl);
-    const chained = () => renewal;
-    this.renewalChain = this.renewalChain!.then(chained, chained);
-    return renewal;
+    return this.renew(this.ttl, undefined, alongside);
   }
 
   /** @internal ms of validity left, for the watchdog. */
@@ -188,11 +183,18 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
   }
 
   /** Serialised: a manual extend and a watchdog tick never run at once. */
-  private renew(ttl: number, onTransient?: (error: unknown) => void): Promise<RenewOutcome> {
+  private renew(ttl: number, onTransient?: (error: unknown) => void, alongside = false): Promise<RenewOutcome> {
     // Nothing in flight (every watchdog tick, in practice): start at once, with no promises to chain.
     const after = this.renewing > 0 ? this.renewalChain : undefined;
     this.renewing += 1;
     if (!after) return (this.renewalChain = this.renewOnce(ttl, onTransient));
+    if (alongside) {
+      // Sent now, but the chain settles only after both, so a later extend or release still waits for it.
+      const renewal = this.renewOnce(ttl, onTransient);
+      const settled = () => renewal;
+      this.renewalChain = after.then(settled, settled);
+      return renewal;
+    }
     const run = () => this.renewOnce(ttl, onTransient);
     return (this.renewalChain = after.then(run, run));
   }

@@ -6,7 +6,7 @@ import { RenewalScheduler, ScheduledRenewal } from './renewal-scheduler';
 export const RENEW = Symbol('Renewable.renew');
 export const VALIDITY_LEFT = Symbol('Renewable.validityLeft');
 
-/** How many times the last renewal's latency a renewal leaves itself before the validity ends. */
+/** How many times the recent renewal latency (the lock's last, or its backend's) a renewal leaves itself before the validity ends. */
 const LATENCY_ROOM = 1.5;
 
 /**
