@@ -29,7 +29,7 @@ describe('LockHandle watchdog (core, over the memory backend with injected fault
   });
 
   it('renews every ttl/3 and keeps the key from others for several ttls', async () => {
-    const lock = await locks.acquire('file:1', { ttl: 300 });
+    const lock = await locks.acquire('file:1', { ttl: 1_500 });
     const renewals = await firstValueFrom(lock.renewals$.pipe(take(6), toArray()));
     expect(renewals.map((r) => r.type)).toEqual(Array(6).fill('renewed'));
     expect(renewals.map((r) => (r as { renewalCount: number }).renewalCount)).toEqual([1, 2, 3, 4, 5, 6]);
@@ -65,14 +65,15 @@ describe('LockHandle watchdog (core, over the memory backend with injected fault
   }, 30_000);
 
   it('completes the stream on release, stops renewing, and release is idempotent', async () => {
-    const lock = await locks.acquire('file:2', { ttl: 200 });
+    const lock = await locks.acquire('file:2', { ttl: 1_500 });
     const all = lastValueFrom(lock.renewals$.pipe(toArray()));
     await firstValueFrom(lock.renewals$);
     await Promise.all([lock.release(), lock.release()]);
     await lock.release();
     await expect(all).resolves.toBeDefined();
     const extendsAtRelease = backend.calls.extend;
-    await new Promise((r) => setTimeout(r, 300));
+    // Two renewal periods (ttl/3 = 500 ms): a watchdog still running would have called extend.
+    await new Promise((r) => setTimeout(r, 1_000));
     expect(backend.calls.extend).toBe(extendsAtRelease);
     expect(backend.calls.release).toBe(1);
     expect(lock.state).toBe('released');
@@ -147,7 +148,7 @@ describe('LockHandle watchdog (core, over the memory backend with injected fault
   });
 
   it('extend(ttl) changes the validity and later renewals use it; extend on a lost lock rejects with LockLostError', async () => {
-    const lock = await locks.acquire('file:7', { ttl: 300 });
+    const lock = await locks.acquire('file:7', { ttl: 1_500 });
     await lock.extend(5_000);
     expect(lock.expiresAt - Date.now()).toBeGreaterThan(3_000);
     await lock.release();

@@ -127,7 +127,7 @@ class FilesController {
   }
 
   @Sse(':id/renewals')
-  @WithLock('file:<<id>>', { ttl: 600, renewInterval: 100 })
+  @WithLock('file:<<id>>', { ttl: 1_500, renewInterval: 100 })
   renewals(@CurrentLock() lock: LockHandle): Observable<MessageEvent> {
     return lock.renewals$.pipe(
       take(3),
