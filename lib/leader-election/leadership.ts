@@ -2,7 +2,9 @@ import { Observable, Subject } from 'rxjs';
 import type { BackendLockEvent } from '../backends/lock-backend.interface';
 import { LockBackendError, LockLostError } from '../errors';
 import { monotonicNow, toEpochMs } from '../utils/clock';
-import { withDeadline } from '../utils/deadline';
+import { withDeadline, withMovingDeadline } from '../utils/deadline';
+import { RenewalScheduler } from '../watchdog/renewal-scheduler';
+import { RENEW, Renewable, VALIDITY_LEFT, Watchdog } from '../watchdog/watchdog';
 import type { ElectionBackend, ElectionGrant } from './election-backend.interface';
 
 export type LeadershipState = 'leading' | 'resigned' | 'lost';
@@ -52,12 +54,9 @@ export interface LeadershipInit {
   onEnd: (leadership: Leadership) => void;
 }
 
-/** Pause before retrying a failed renewal, capped by the renew interval. */
-const RETRY_MS = 500;
-
 /**
- * This instance leads the election `name`. A timer renews the leadership every ttl/3 until `resign()`. Losing it
- * is never silent: `events$` emits `at-risk` then errors with LockLostError, and `signal` aborts with that error.
+ * This instance leads the election `name`. The same watchdog as a held lock's renews the leadership every ttl/3
+ * (sooner on a slow server) until `resign()`. Losing it is never silent: `events$` emits `at-risk` then errors with LockLostError, and `signal` aborts with that error.
  */
 export class Leadership implements AsyncDisposable {
   readonly name: string;
@@ -72,7 +71,6 @@ export class Leadership implements AsyncDisposable {
   private readonly backend: ElectionBackend;
   private readonly grant: ElectionGrant;
   private readonly ttl: number;
-  private readonly renewInterval: number;
   private readonly operationTimeout: number;
   private readonly onEnd: (leadership: Leadership) => void;
   private readonly abortController = new AbortController();
@@ -82,9 +80,8 @@ export class Leadership implements AsyncDisposable {
   private validUntil: number;
   private lostError: LockLostError | undefined;
   private atRiskSinceRenewal = false;
-  private renewTimer: NodeJS.Timeout | undefined;
+  private readonly watchdog: Watchdog;
   private expiryTimer: NodeJS.Timeout | undefined;
-  private inFlight: Promise<void> | undefined;
   private resigning: Promise<void> | undefined;
   private readonly stopObserving: (() => void) | undefined;
 
@@ -96,7 +93,6 @@ export class Leadership implements AsyncDisposable {
     this.term = init.grant.term;
     this.currentValue = init.value;
     this.ttl = init.ttl;
-    this.renewInterval = Math.max(1, Math.floor(init.ttl / 3));
     this.operationTimeout = init.operationTimeout;
     this.onEnd = init.onEnd;
     this.validUntil = init.grant.validUntil;
@@ -107,8 +103,14 @@ export class Leadership implements AsyncDisposable {
       return this.subject.subscribe(subscriber);
     });
     this.stopObserving = init.backend.observeGrant?.(init.grant, (event) => this.onBackendEvent(event));
+    // An object of its own, so the watchdog's symbol members stay off this public class.
+    const renewable: Renewable = {
+      [RENEW]: () => this.renewOnce(),
+      [VALIDITY_LEFT]: () => this.validUntil - monotonicNow(),
+    };
+    this.watchdog = new Watchdog(renewable, Math.max(1, Math.floor(init.ttl / 3)), RenewalScheduler.for(init.backend));
     this.armExpiry();
-    this.scheduleRenewal(this.renewInterval);
+    this.watchdog.start();
   }
 
   /** Renewals and at-risk warnings; errors with LockLostError when leadership is lost; completes on resign. */
@@ -182,8 +184,7 @@ export class Leadership implements AsyncDisposable {
   private async doResign(): Promise<void> {
     if (this.currentState !== 'leading') return;
     this.currentState = 'resigned';
-    this.stopTimers();
-    await this.inFlight;
+    await this.stopTimers();
     // A renewal in flight may have found the leadership lost; then there is nothing left to delete.
     if ((this.currentState as LeadershipState) === 'lost') return;
     this.subject.complete();
@@ -194,39 +195,37 @@ export class Leadership implements AsyncDisposable {
     }
   }
 
-  private scheduleRenewal(ms: number): void {
-    clearTimeout(this.renewTimer);
-    this.renewTimer = setTimeout(() => {
-      this.inFlight = this.renewOnce().finally(() => (this.inFlight = undefined));
-    }, ms);
-    // A leader that only waits on its signal should not keep the process alive by itself.
-    this.renewTimer.unref();
-  }
-
-  private async renewOnce(): Promise<void> {
-    if (this.currentState !== 'leading') return;
+  /**
+   * One renewal, run by the watchdog (on the backend's shared, unref'd timer: a leader that only waits on its
+   * signal does not keep the process alive by itself). 'lost' also when resign() came first: the watchdog is
+   * stopped by then and schedules nothing more.
+   */
+  private async renewOnce(): Promise<'renewed' | 'retry' | 'lost'> {
+    if (this.currentState !== 'leading') return 'lost';
     const startedAt = monotonicNow();
     // The event loop may have been blocked past our validity: someone else may have led meanwhile.
     if (startedAt >= this.validUntil)
       return this.lose(`its validity ran out before it could be renewed (ttl ${this.ttl} ms)`);
-    const deadline = Math.min(this.operationTimeout, this.validUntil - startedAt);
+    // Waits no longer than the validity as it stands when the timer fires: a renewal beside this one may move it.
+    const deadlineAt = () => Math.min(startedAt + this.operationTimeout, this.validUntil);
     try {
-      const renewed = await withDeadline(this.backend.renew(this.grant, this.ttl), deadline, () =>
+      const renewed = await withMovingDeadline(this.backend.renew(this.grant, this.ttl), deadlineAt, () =>
         this.timeoutError('renew'),
       );
-      if (this.currentState !== 'leading') return;
+      if (this.currentState !== 'leading') return 'lost';
       if (renewed === null)
         return this.lose('the server no longer has our leader entry (its lease or session expired, or it was deleted)');
       if (renewed <= monotonicNow()) return this.lose('its validity ran out while the renewal was under way');
+      // Two renewals may be in flight (see Watchdog): a late answer to the earlier one never moves validity back.
       this.validUntil = Math.max(this.validUntil, renewed);
       this.atRiskSinceRenewal = false;
       this.armExpiry();
       this.subject.next({ type: 'renewed', name: this.name, term: this.term, expiresAt: this.expiresAt });
-      this.scheduleRenewal(this.renewInterval);
+      return 'renewed';
     } catch (error) {
-      if (this.currentState !== 'leading') return;
+      if (this.currentState !== 'leading') return 'lost';
       this.atRisk(error instanceof Error ? error : new Error(String(error)));
-      this.scheduleRenewal(Math.min(RETRY_MS, this.renewInterval));
+      return 'retry';
     }
   }
 
@@ -259,8 +258,9 @@ export class Leadership implements AsyncDisposable {
     this.expiryTimer.unref();
   }
 
-  private lose(reason: string): void {
-    if (this.currentState === 'lost' || this.lostError) return;
+  /** Returns 'lost' for the watchdog, so renewOnce can end with it. */
+  private lose(reason: string): 'lost' {
+    if (this.currentState === 'lost' || this.lostError) return 'lost';
     const error = new LockLostError(
       this.name,
       `leadership of election "${this.name}" (term ${this.term}) ended: ${reason}`,
@@ -268,18 +268,21 @@ export class Leadership implements AsyncDisposable {
     if (!this.atRiskSinceRenewal) this.atRisk(error);
     this.currentState = 'lost';
     this.lostError = error;
-    this.stopTimers();
+    // A renewal in flight (maybe the one reporting this) settles on its own: nothing waits for it here.
+    void this.stopTimers();
     this.subject.error(error);
     this.abortController.abort(error);
     // Our entry may still exist (validity ran out locally while the server kept it): remove it if it is still ours.
     this.backend.resign(this.grant).catch(() => undefined);
     this.onEnd(this);
+    return 'lost';
   }
 
-  private stopTimers(): void {
-    clearTimeout(this.renewTimer);
+  /** Returns a promise when a renewal is in flight, to wait for it (resign never races a renewal). */
+  private stopTimers(): Promise<void> | undefined {
     clearTimeout(this.expiryTimer);
     this.stopObserving?.();
+    return this.watchdog.stop();
   }
 
   private assertLeading(operation: string): void {

@@ -1,4 +1,4 @@
-import { MAX_TIMER_DELAY } from './clock';
+import { MAX_TIMER_DELAY, monotonicNow } from './clock';
 
 const settledPromise = Promise.resolve();
 
@@ -17,6 +17,37 @@ export function afterMicrotask(fn: () => void): void {
 export function withDeadline<T>(work: Promise<T>, ms: number, onTimeout: () => unknown): Promise<T> {
   if (!(ms <= MAX_TIMER_DELAY)) return work;
   return settleWithDeadline(work, ms, onTimeout, identity, rethrow);
+}
+
+/**
+ * withDeadline for a deadline that may move later while `work` runs: `deadlineAt()` (monotonic ms) is read again
+ * when the timer fires, and the timer re-armed if it moved. A renewal's answer still counts while validity is
+ * left, and a second renewal beside it may have extended that validity meanwhile.
+ */
+export function withMovingDeadline<T>(
+  work: Promise<T>,
+  deadlineAt: () => number,
+  onTimeout: () => unknown,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined;
+    const check = () => {
+      const left = deadlineAt() - monotonicNow();
+      if (left <= 0) reject(onTimeout());
+      else timer = setTimeout(check, Math.min(left, MAX_TIMER_DELAY));
+    };
+    check();
+    work.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
 }
 
 /**

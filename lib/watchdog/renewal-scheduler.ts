@@ -1,4 +1,5 @@
 import type { LockBackend } from '../backends/lock-backend.interface';
+import type { ElectionBackend } from '../leader-election/election-backend.interface';
 import { monotonicNow } from '../utils/clock';
 import { SlotList, Slotted } from '../utils/slot-list';
 
@@ -19,7 +20,7 @@ const EARLY_SHARE = 0.1;
 const MAX_EARLY_MS = 1_000;
 /** The share of each faster answer taken into the recent latency. */
 const LATENCY_DECAY = 0.2;
-const schedulers = new WeakMap<LockBackend, RenewalScheduler>();
+const schedulers = new WeakMap<LockBackend | ElectionBackend, RenewalScheduler>();
 
 /**
  * One timer for every watchdog on a backend, however many locks are held. On each tick it fires every
@@ -37,7 +38,8 @@ export class RenewalScheduler {
    */
   private recentLatency = 0;
 
-  static for(backend: LockBackend): RenewalScheduler {
+  /** One per lock backend, and one per election backend (whose leaderships renew on the same watchdog). */
+  static for(backend: LockBackend | ElectionBackend): RenewalScheduler {
     let scheduler = schedulers.get(backend);
     if (!scheduler) {
       scheduler = new RenewalScheduler();

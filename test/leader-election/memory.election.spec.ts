@@ -1,5 +1,6 @@
+import { filter, firstValueFrom, take, toArray } from 'rxjs';
 import { MemoryLockBackend } from '../../lib/backends/memory/memory-lock.backend';
-import { electionContract, instanceOn } from './election-contract';
+import { electionContract, instanceOn, uniqueName } from './election-contract';
 
 electionContract('memory', async () => {
   const backend = new MemoryLockBackend();
@@ -38,4 +39,42 @@ describe('LeaderElection in DistributedLockModule', () => {
     expect(next.term).toBeGreaterThan(leadership.term);
     await other.close();
   });
+});
+
+describe('Leadership on a slow server', () => {
+  it('keeps leading when renewals take more than half the ttl: the watchdog sends a second beside a slow one', async () => {
+    // The answer comes late, its effect does not: the validity still counts from when the renewal was sent.
+    const backend = new MemoryLockBackend();
+    const createElectionBackend = backend.createElectionBackend.bind(backend);
+    backend.createElectionBackend = () => {
+      const elections = createElectionBackend();
+      const renew = elections.renew.bind(elections);
+      elections.renew = async (grant, ttl) => {
+        const validUntil = await renew(grant, ttl);
+        await new Promise((resolve) => setTimeout(resolve, 1_600));
+        return validUntil;
+      };
+      return elections;
+    };
+    const instance = instanceOn(backend, 3_000);
+    try {
+      const leadership = await instance.elections.campaign(uniqueName('slow'), { value: 'slow' });
+      // One renewal after the other, each sent 1 s after the previous answer, would come back 3.6 s after the
+      // validity it extends began: past the 3 s ttl.
+      const events = await firstValueFrom(
+        leadership.events$.pipe(
+          filter((event) => event.type === 'renewed'),
+          take(5),
+          toArray(),
+        ),
+      );
+      expect(events).toHaveLength(5);
+      expect(leadership.isLeader).toBe(true);
+      await leadership.resign();
+      expect(leadership.state).toBe('resigned');
+    } finally {
+      await instance.close();
+      await backend.close();
+    }
+  }, 30_000);
 });
