@@ -56,7 +56,8 @@ export interface LeadershipInit {
 
 /**
  * This instance leads the election `name`. The same watchdog as a held lock's renews the leadership every ttl/3
- * (sooner on a slow server) until `resign()`. Losing it is never silent: `events$` emits `at-risk` then errors with LockLostError, and `signal` aborts with that error.
+ * (sooner on a slow server) until `resign()`. Losing it is never silent: `events$` emits `at-risk` then errors
+ * with LockLostError, and `signal` aborts with that error.
  */
 export class Leadership implements AsyncDisposable {
   readonly name: string;
