@@ -1,5 +1,3 @@
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freeTestPort } from '../../test/support/free-port';
@@ -43,8 +41,8 @@ export interface HttpRow {
   readonly p99: number;
   readonly failures: number;
   /**
-   * The app process's CPU time (user + system) per request, median over the runs, in µs; undefined where
-   * /proc is missing. Steadier than req/s: it does not depend on how the load generator was scheduled.
+   * The app process's CPU time (user + system) per request of the paced runs, median over the rounds, in µs.
+   * Steadier than req/s: it does not depend on how the load generator was scheduled.
    */
   readonly cpuPerRequest: number | undefined;
   /**
@@ -62,11 +60,16 @@ export interface HttpRow {
   readonly heapOver: number | undefined;
 }
 
-/** One route's autocannon run, with the app's CPU time spent during it (and, paced, its heap allocation). */
+/** One route's autocannon run; a paced one also has the app's CPU time and heap allocation during it. */
 interface RouteRun {
   readonly result: autocannon.Result;
-  readonly cpuMs: number | undefined;
-  readonly heapBytes?: number;
+  readonly usage?: AppUsage;
+}
+
+/** What the app process used between the start and the end of a run, as it measured itself. */
+interface AppUsage {
+  readonly cpuMicros: number;
+  readonly heapBytes: number;
 }
 
 /** A route's saturated run (req/s, latency) and its paced run (CPU per request), back to back. */
@@ -108,7 +111,7 @@ function baselineOf(backend: 'memory' | 'redis', route: Route): Route | undefine
   const baseline = COMPARED_WITH[route];
   return baseline && routesOf(backend).includes(baseline) ? baseline : undefined;
 }
-type AppMessage = { readonly type: 'ready'; readonly port: number } | { readonly type: 'heap'; readonly bytes: number };
+type AppMessage = { readonly type: 'ready'; readonly port: number } | ({ readonly type: 'window' } & AppUsage);
 
 /** Scenario 5: autocannon against the bench app: the same handler plain, behind a pass-through interceptor, and with @WithLock. */
 export async function http(
@@ -140,7 +143,7 @@ export async function http(
     title:
       'app CPU per request and requests/s: plain, pass-through interceptor, @WithLock (and the raw commands on Redis)',
     notes: [
-      `"app CPU µs/request" is the app process's user + system CPU time during a paced run (${settings.cpuRate} requests/s, ${settings.cpuSeconds} s) divided by its requests, median over the rounds (from /proc, 10 ms ticks). req/s, "vs plain" and latency come from the saturated runs.`,
+      `"app CPU µs/request" is the app process's user + system CPU time during a paced run (${settings.cpuRate} requests/s, ${settings.cpuSeconds} s) divided by its requests, median over the rounds (process.cpuUsage() in the app, read as the run starts and ends). req/s, "vs plain" and latency come from the saturated runs.`,
       '"CPU µs over" is the median, over the rounds, of this route\'s app CPU per request minus that of the route named in brackets in the same round, then the lowest and highest of those differences.',
       '"heap KB/request" is what the app allocated on its JS heap during the paced run (from the used heap and what each collection in between freed, v8.GCProfiler) divided by its requests, median over the rounds; in brackets, the median over the rounds of the difference with the route named under "CPU µs over". It does not drift with the machine\'s speed as CPU time does.',
       '"vs plain" is the median, over the rounds, of the ratio of req/s to the plain run of the same round, with the lowest and highest in brackets (req/s is the mean).',
@@ -259,9 +262,9 @@ function definedOrNone(value: number | undefined): number[] {
 
 /** Heap bytes per request of the paced run. */
 function heapPerRequest({ paced }: RoutePair): number | undefined {
-  return paced.heapBytes === undefined || paced.result.requests.total === 0
+  return paced.usage === undefined || paced.result.requests.total === 0
     ? undefined
-    : paced.heapBytes / paced.result.requests.total;
+    : paced.usage.heapBytes / paced.result.requests.total;
 }
 
 /** One pair of runs of each route of the backend, in the same stretch of minutes. */
@@ -269,23 +272,22 @@ type Round = Partial<Record<Route, RoutePair>>;
 
 /** From the paced run: at the same request rate, every route pays the same socket and wake-up costs. */
 function cpuPerRequest({ paced }: RoutePair): number | undefined {
-  return paced.cpuMs === undefined || paced.result.requests.total === 0
+  return paced.usage === undefined || paced.result.requests.total === 0
     ? undefined
-    : (paced.cpuMs * 1000) / paced.result.requests.total;
+    : paced.usage.cpuMicros / paced.result.requests.total;
 }
 
-/** A started bench app: its base URL, a reader of its CPU time, and a window on its heap allocation. */
+/** A started bench app: its base URL and a window on what it uses. */
 interface RunningApp {
   readonly base: string;
-  readonly cpu: () => number | undefined;
-  readonly heap: HeapWindow;
+  readonly usage: UsageWindow;
   stop(): Promise<void>;
 }
 
-/** Asks the app to count the bytes it allocates from start() until stop() answers. */
-interface HeapWindow {
+/** Asks the app to measure its CPU time and heap allocation from start() until stop() answers. */
+interface UsageWindow {
   start(): void;
-  stop(): Promise<number>;
+  stop(): Promise<AppUsage>;
 }
 
 async function startApp(
@@ -310,14 +312,15 @@ async function startApp(
     await stop();
     throw error;
   }
-  const heap: HeapWindow = {
-    start: () => app.send({ type: 'heap-start' }),
+  const usage: UsageWindow = {
+    start: () => app.send({ type: 'window-start' }),
     stop: async () => {
-      app.send({ type: 'heap-stop' });
-      return (await app.message('heap', 10_000)).bytes;
+      app.send({ type: 'window-stop' });
+      const { cpuMicros, heapBytes } = await app.message('window', 10_000);
+      return { cpuMicros, heapBytes };
     },
   };
-  return { base: `http://127.0.0.1:${port}`, cpu: processCpu(app.pid), heap, stop };
+  return { base: `http://127.0.0.1:${port}`, usage, stop };
 }
 
 /**
@@ -366,7 +369,7 @@ async function measureApp(
   }
 }
 
-/** One autocannon run; a paced one (overallRate set) also counts the app's heap allocation. */
+/** One autocannon run; a paced one (overallRate set) also measures the app's CPU time and heap allocation. */
 async function load(
   app: RunningApp,
   route: Exclude<Route, 'plain-unlocked'>,
@@ -376,8 +379,7 @@ async function load(
   overallRate?: number,
 ): Promise<RouteRun> {
   const paced = overallRate !== undefined;
-  if (paced) app.heap.start();
-  const before = app.cpu();
+  if (paced) app.usage.start();
   const result = await autocannon({
     url: app.base,
     connections,
@@ -390,27 +392,5 @@ async function load(
       },
     ],
   });
-  const after = app.cpu();
-  const heapBytes = paced ? await app.heap.stop() : undefined;
-  return { result, cpuMs: before === undefined || after === undefined ? undefined : after - before, heapBytes };
-}
-
-/** Reads a process's CPU time (user + system, ms) from /proc; undefined off Linux. */
-function processCpu(pid: number | undefined): () => number | undefined {
-  let msPerTick: number;
-  try {
-    msPerTick = 1000 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
-  } catch {
-    msPerTick = 10;
-  }
-  return () => {
-    if (pid === undefined) return undefined;
-    try {
-      // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-      return (Number(fields[11]) + Number(fields[12])) * msPerTick;
-    } catch {
-      return undefined;
-    }
-  };
+  return { result, usage: paced ? await app.usage.stop() : undefined };
 }
