@@ -193,6 +193,7 @@ async function main(): Promise<void> {
       else if (message?.type === 'window-start') {
         heap.start();
         cpuAtStart = process.cpuUsage();
+        process.send!({ type: 'window-started' });
       } else if (message?.type === 'window-stop') {
         // Microseconds from getrusage: /proc's 10 ms ticks were 5-8 µs per request of a paced run.
         const cpu = process.cpuUsage(cpuAtStart);

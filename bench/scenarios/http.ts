@@ -111,7 +111,10 @@ function baselineOf(backend: 'memory' | 'redis', route: Route): Route | undefine
   const baseline = COMPARED_WITH[route];
   return baseline && routesOf(backend).includes(baseline) ? baseline : undefined;
 }
-type AppMessage = { readonly type: 'ready'; readonly port: number } | ({ readonly type: 'window' } & AppUsage);
+type AppMessage =
+  | { readonly type: 'ready'; readonly port: number }
+  | { readonly type: 'window-started' }
+  | ({ readonly type: 'window' } & AppUsage);
 
 /** Scenario 5: autocannon against the bench app: the same handler plain, behind a pass-through interceptor, and with @WithLock. */
 export async function http(
@@ -284,9 +287,12 @@ interface RunningApp {
   stop(): Promise<void>;
 }
 
-/** Asks the app to measure its CPU time and heap allocation from start() until stop() answers. */
+/**
+ * Asks the app to measure its CPU time and heap allocation from start() until stop() answers; start() resolves
+ * once the app has begun, so no request of the run comes before.
+ */
 interface UsageWindow {
-  start(): void;
+  start(): Promise<void>;
   stop(): Promise<AppUsage>;
 }
 
@@ -313,7 +319,10 @@ async function startApp(
     throw error;
   }
   const usage: UsageWindow = {
-    start: () => app.send({ type: 'window-start' }),
+    start: async () => {
+      app.send({ type: 'window-start' });
+      await app.message('window-started', 10_000);
+    },
     stop: async () => {
       app.send({ type: 'window-stop' });
       const { cpuMicros, heapBytes } = await app.message('window', 10_000);
@@ -379,7 +388,7 @@ async function load(
   overallRate?: number,
 ): Promise<RouteRun> {
   const paced = overallRate !== undefined;
-  if (paced) app.usage.start();
+  if (paced) await app.usage.start();
   const result = await autocannon({
     url: app.base,
     connections,
