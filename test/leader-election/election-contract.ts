@@ -3,6 +3,7 @@ import type { LockBackend } from '../../lib/backends/lock-backend.interface';
 import { LockLostError, LockNotSupportedError } from '../../lib/errors';
 import { LeaderElection } from '../../lib/leader-election/leader-election.service';
 import type { LeaderInfo } from '../../lib/leader-election/election-backend.interface';
+import type { Leadership, LeadershipEvent } from '../../lib/leader-election/leadership';
 import { LockService } from '../../lib/lock.service';
 
 /** One app instance: a LockService and a LeaderElection on its own backend connection. */
@@ -62,6 +63,17 @@ export function leaderWhere(
   test: (leader: LeaderInfo | null) => boolean,
 ): Promise<LeaderInfo | null> {
   return firstValueFrom(leaders.pipe(filter(test)));
+}
+
+/** The next `count` renewals of a leadership (its events$ errors if the leadership is lost first). */
+export function renewals(leadership: Leadership, count: number): Promise<LeadershipEvent[]> {
+  return firstValueFrom(
+    leadership.events$.pipe(
+      filter((event) => event.type === 'renewed'),
+      take(count),
+      toArray(),
+    ),
+  );
 }
 
 /** The behaviour every election backend shares. */
@@ -201,14 +213,7 @@ export function electionContract(label: string, setup: () => Promise<ElectionWor
     it('renews the leadership past its ttl', async () => {
       const name = uniqueName('renew');
       const leadership = await a.elections.campaign(name, { value: 'renewing' });
-      const renewals = await firstValueFrom(
-        leadership.events$.pipe(
-          filter((e) => e.type === 'renewed'),
-          take(4),
-          toArray(),
-        ),
-      );
-      expect(renewals).toHaveLength(4);
+      expect(await renewals(leadership, 4)).toHaveLength(4);
       expect(leadership.isLeader).toBe(true);
       expect(await b.elections.leader(name)).toEqual({ value: 'renewing', term: leadership.term });
       await leadership.resign();

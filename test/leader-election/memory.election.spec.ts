@@ -1,6 +1,5 @@
-import { filter, firstValueFrom, take, toArray } from 'rxjs';
 import { MemoryLockBackend } from '../../lib/backends/memory/memory-lock.backend';
-import { electionContract, instanceOn, uniqueName } from './election-contract';
+import { electionContract, instanceOn, renewals, uniqueName } from './election-contract';
 
 electionContract('memory', async () => {
   const backend = new MemoryLockBackend();
@@ -61,14 +60,7 @@ describe('Leadership on a slow server', () => {
       const leadership = await instance.elections.campaign(uniqueName('slow'), { value: 'slow' });
       // One renewal after the other, each sent 1 s after the previous answer, would come back 3.6 s after the
       // validity it extends began: past the 3 s ttl.
-      const events = await firstValueFrom(
-        leadership.events$.pipe(
-          filter((event) => event.type === 'renewed'),
-          take(5),
-          toArray(),
-        ),
-      );
-      expect(events).toHaveLength(5);
+      expect(await renewals(leadership, 5)).toHaveLength(5);
       expect(leadership.isLeader).toBe(true);
       await leadership.resign();
       expect(leadership.state).toBe('resigned');
