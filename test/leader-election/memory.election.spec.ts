@@ -58,8 +58,8 @@ describe('Leadership on a slow server', () => {
     const instance = instanceOn(backend, 3_000);
     try {
       const leadership = await instance.elections.campaign(uniqueName('slow'), { value: 'slow' });
-      // One renewal after the other, each sent 1 s after the previous answer, would come back 3.6 s after the
-      // validity it extends began: past the 3 s ttl.
+      // One renewal after the other, each sent 1 s after the previous answer, would answer 4.2 s after the
+      // previous one was sent: past the 3 s of validity that one gave.
       expect(await renewals(leadership, 5)).toHaveLength(5);
       expect(leadership.isLeader).toBe(true);
       await leadership.resign();
