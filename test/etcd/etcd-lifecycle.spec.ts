@@ -70,6 +70,7 @@ describe('EtcdLockBackend extend, release and close', () => {
       expect(await backend.extend(held(request, grant), 7_000)).toEqual(expect.any(Number));
       expect(stateOf(grant).leaseId).toBe(kv.lease);
       expect(await backend.release(held(request, grant))).toBe(true);
+      expect(await contenders(admin, 'extend-other')).toEqual([]);
     });
 
     it('resolves null once the lease is gone or the key was deleted', async () => {
