@@ -199,59 +199,86 @@ describe('EtcdLockBackend queue', () => {
     await backend.release(held(request, grant));
   });
 
-  it('re-reads and re-watches when its watch start revision was already compacted', async () => {
-    // Compact right after the waiter's read, before its watch starts: the server cancels that watch.
+  /** The backend's client wrapper, with `inspect` (the waiter's read) and `watchDeletion` replaceable. */
+  function spiedEtcd() {
     const etcd = (
       backend as unknown as {
         etcd: {
-          inspect: (...args: unknown[]) => Promise<{ revision?: bigint }>;
+          inspect: (...args: unknown[]) => Promise<{ revision?: bigint; blocker?: unknown }>;
           watchDeletion: (...args: unknown[]) => { fired: Promise<string> };
         };
       }
     ).etcd;
-    const inspect = etcd.inspect;
-    const watchDeletion = etcd.watchDeletion;
-    const wakeReasons: string[] = [];
-    etcd.watchDeletion = (...args: unknown[]) => {
-      const watch = watchDeletion.apply(etcd, args);
-      void watch.fired.then((reason) => wakeReasons.push(reason));
-      return watch;
-    };
-    let compactions = 0;
-    const compactOnce = async () => {
-      if (compactions > 0) return;
-      compactions++;
-      // Two writes: a watch is cancelled only when its start revision is below the compaction revision.
-      await admin.put('noise/compaction').value('x');
-      await admin.put('noise/compaction').value('y');
-      const now = (await admin.kv.range({ key: Buffer.from('noise/compaction') })).header.revision;
-      await admin.kv.compact({ revision: now, physical: true });
-    };
-    // Between the waiter's read and its watch: the watch then starts below the compaction revision.
+    const { inspect, watchDeletion } = etcd;
+    const restore = () => Object.assign(etcd, { inspect, watchDeletion });
+    return { etcd, inspect, watchDeletion, restore };
+  }
+
+  it('reads again when the server moved past its read before its watch started, and misses no release', async () => {
+    // The holder releases between the waiter's read and its watch: a watch from the current revision cannot
+    // see that delete, so only the read after it (the watch starts past the first read) finds the lock free.
+    const { etcd, inspect, restore } = spiedEtcd();
+    const holder = lockRequest('released-in-gap');
+    const first = (await backend.tryAcquire(holder))!;
+    let reads = 0;
+    let released = false;
     etcd.inspect = async (...args: unknown[]) => {
       const seen = await inspect.apply(etcd, args);
-      if (seen.revision !== undefined) await compactOnce();
+      reads++;
+      if (!released && seen.blocker !== undefined) {
+        released = true;
+        await backend.release(held(holder, first));
+      }
       return seen;
     };
     try {
-      const holder = lockRequest('compacted-start');
+      const request = lockRequest('released-in-gap');
+      const grant = await backend.acquire(request, never());
+      expect(released).toBe(true);
+      expect(reads).toBe(2);
+      expect(grant.fencingToken).toBeGreaterThan(first.fencingToken);
+      await backend.release(held(request, grant));
+    } finally {
+      restore();
+    }
+  });
+
+  it('keeps its watch when it reads again after other writes, and wakes on the release', async () => {
+    const { etcd, inspect, watchDeletion, restore } = spiedEtcd();
+    let reads = 0;
+    let noise = 0;
+    const watches: string[] = [];
+    etcd.inspect = async (...args: unknown[]) => {
+      const seen = await inspect.apply(etcd, args);
+      reads++;
+      // Writes elsewhere between the first read and the watch: the server's revision moves past the read.
+      if (reads === 1 && seen.blocker !== undefined)
+        for (; noise < 3; noise++) await admin.put(`noise/gap/${noise}`).value('x');
+      return seen;
+    };
+    etcd.watchDeletion = (...args: unknown[]) => {
+      const watch = watchDeletion.apply(etcd, args);
+      void watch.fired.then((reason) => watches.push(reason));
+      watches.push('watch');
+      return watch;
+    };
+    try {
+      const holder = lockRequest('writes-in-gap');
       const first = (await backend.tryAcquire(holder))!;
-      const request = lockRequest('compacted-start');
+      const request = lockRequest('writes-in-gap');
       const waiting = track(backend.acquire(request, never()));
-      await eventually(() => compactions === 1, 'the compaction ran');
-      const [h] = await contenderKeys(client, 'compacted-start');
-      // The first watch is cancelled by the server ("compacted"), which wakes the waiter to re-read.
-      await eventually(() => wakeReasons.length > 0, 'the compacted watch was cancelled');
-      expect(wakeReasons).toEqual(['recheck']);
-      await eventually(() => watchedKeys(client).includes(h), 'the waiter watches the holder again');
+      await eventually(() => reads === 2, 'the waiter read again');
+      const [h] = await contenderKeys(client, 'writes-in-gap');
+      expect(watchedKeys(client)).toContain(h);
       expect(waiting.settled()).toBe(false);
       await backend.release(held(holder, first));
       const grant = await waiting.promise;
-      expect(wakeReasons).toEqual(['recheck', 'deleted']);
+      // One watch for the whole wait, woken by the release; one read after it, which finds the lock ours.
+      expect(watches).toEqual(['watch', 'deleted']);
+      expect(reads).toBe(3);
       await backend.release(held(request, grant));
     } finally {
-      etcd.inspect = inspect;
-      etcd.watchDeletion = watchDeletion;
+      restore();
     }
   });
 

@@ -134,11 +134,11 @@ export class EtcdLockClient {
     return Number((await this.client.kv.range(anyContenderRange(prefix))).count) > 0;
   }
 
-  /** Watches, from `fromRevision` on, for what `target` waits for. */
-  watchDeletion(target: WaitTarget, fromRevision: bigint): DeletionWatch {
+  /** Watches, from the server's current revision on, for what `target` waits for. */
+  watchDeletion(target: WaitTarget): DeletionWatch {
     return target.type === 'key'
-      ? watchDeletion(this.client, target.key, fromRevision)
-      : watchEarlierDeletions(this.client, target.prefix, target.before, target.count, fromRevision);
+      ? watchDeletion(this.client, target.key)
+      : watchEarlierDeletions(this.client, target.prefix, target.before, target.count);
   }
 }
 

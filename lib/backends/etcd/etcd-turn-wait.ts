@@ -2,12 +2,13 @@ import { LockBackendError } from '../../errors';
 import { delay } from '../shared/abort';
 import { retryBackoff } from '../shared/backoff';
 import type { AcquisitionAbort } from './etcd-acquisition-abort';
-import type { WakeReason } from './etcd-deletion-watch';
+import type { DeletionWatch, WakeReason } from './etcd-deletion-watch';
 import type { EtcdLockClient, Inspection } from './etcd-lock-client';
 import type { QueueRules, WaitTarget } from './etcd-queue-rules';
 import type { EtcdSession } from './etcd-session';
 
-type Wake = WakeReason | 'lease-lost';
+/** 'behind': the watch was created after the server moved past our read, so the read must be repeated. */
+type Wake = WakeReason | 'lease-lost' | 'behind';
 
 /** A queued key: the one whose turn we wait for. */
 export interface QueuedKey {
@@ -16,9 +17,19 @@ export interface QueuedKey {
   readonly createRevision: bigint;
 }
 
+/** A watch on what blocks us, kept across reads while it still covers everything after the latest one. */
+interface Watching {
+  readonly target: WaitTarget;
+  readonly watch: DeletionWatch;
+  /** The watch's creation revision, once the server answered. */
+  createdAt?: bigint;
+}
+
 /**
- * A queued contender's wait for its turn: it reads who blocks it, watches that (and nothing else) from the
- * revision after the read, and reads again after every wake-up, re-checking its own key first (etcd#11456).
+ * A queued contender's wait for its turn: it reads who blocks it, watches that (and nothing else), and reads
+ * again after every wake-up, re-checking its own key first (etcd#11456). The watch starts at the server's
+ * current revision, so etcd serves it at once; if the server had moved past our read by then, a change in
+ * between could be missed, so we read once more and keep the watch, which covers everything after that read.
  * Once queued, a failed read is retried with backoff: a brief outage or leader change should not cost us our
  * place; if etcd keeps failing until the abort, that is a backend error, not a timeout.
  */
@@ -36,12 +47,14 @@ export class EtcdTurnWait {
   async untilFirst(entry: QueuedKey): Promise<boolean> {
     let wake: ((reason: Wake) => void) | undefined;
     const unsubscribe = entry.session.onLost(() => wake?.('lease-lost'));
+    let watching: Watching | undefined;
+    const stopWatching = () => {
+      if (watching) this.track(watching.watch.cancel());
+      watching = undefined;
+    };
     try {
       let failedWatches = 0;
       let failedReads = 0;
-      // Not a watch from the put's revision at once: by the time it is created, a busy key has moved on, and etcd
-      // serves a watch that starts in the past from its catch-up loop, every 100 ms. A read first makes the watch
-      // start at the current revision, which etcd serves at once (2 contenders in one process: ~90 ms per handoff).
       for (;;) {
         let seen: Inspection;
         try {
@@ -57,13 +70,24 @@ export class EtcdTurnWait {
         failedReads = 0;
         if (entry.session.lost || !seen.present) return false;
         if (seen.blocker === undefined) return true;
-        if (failedWatches > 0) await delay(retryBackoff(failedWatches), this.abort.signal);
-        // From the revision after our read, so a deletion between the read and the watch is not missed.
-        const reason = await this.sleepUntilWoken(seen.blocker, seen.revision + 1n, (hook) => (wake = hook));
+        // A watch created at or before this read's revision, on the same target, misses nothing after it.
+        const kept =
+          watching?.createdAt !== undefined &&
+          watching.createdAt <= seen.revision &&
+          sameTarget(watching.target, seen.blocker);
+        if (!kept) {
+          stopWatching();
+          if (failedWatches > 0) await delay(retryBackoff(failedWatches), this.abort.signal);
+          watching = { target: seen.blocker, watch: this.etcd.watchDeletion(seen.blocker) };
+        }
+        const reason = await this.sleepUntilWoken(watching!, seen.revision, (hook) => (wake = hook));
+        if (reason === 'behind') continue;
+        stopWatching();
         failedWatches = reason === 'recheck' ? failedWatches + 1 : 0;
       }
     } finally {
       unsubscribe();
+      stopWatching();
     }
   }
 
@@ -86,30 +110,39 @@ export class EtcdTurnWait {
 
   /**
    * Waits for the blocker's deletion(s), or another reason to re-read (given to `setWake`'s hook, such as the
-   * session lease being lost). Rejects with the abort's reason.
+   * session lease being lost), or 'behind' once the watch turns out to start after `readRevision`. Rejects
+   * with the abort's reason. Leaves the watch to the caller.
    */
   private sleepUntilWoken(
-    blocker: WaitTarget,
-    fromRevision: bigint,
+    watching: Watching,
+    readRevision: bigint,
     setWake: (hook: ((reason: Wake) => void) | undefined) => void,
   ): Promise<Wake> {
     const signal = this.abort.signal;
     return new Promise<Wake>((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
-      const watch = this.etcd.watchDeletion(blocker, fromRevision);
       let done = false;
       const finish = (settle: () => void) => {
         if (done) return;
         done = true;
         setWake(undefined);
         signal.removeEventListener('abort', onAbort);
-        this.track(watch.cancel());
         settle();
       };
       const onAbort = () => finish(() => reject(signal.reason));
       signal.addEventListener('abort', onAbort, { once: true });
       setWake((reason) => finish(() => resolve(reason)));
-      void watch.fired.then((reason) => finish(() => resolve(reason)));
+      void watching.watch.fired.then((reason) => finish(() => resolve(reason)));
+      if (watching.createdAt === undefined)
+        void watching.watch.createdAt.then((revision) => {
+          watching.createdAt = revision;
+          if (revision > readRevision) finish(() => resolve('behind'));
+        });
     });
   }
+}
+
+function sameTarget(a: WaitTarget, b: WaitTarget): boolean {
+  if (a.type === 'key') return b.type === 'key' && a.key === b.key;
+  return b.type === 'earlier-deletions' && a.prefix === b.prefix && a.before === b.before && a.count === b.count;
 }
