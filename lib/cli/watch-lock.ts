@@ -1,4 +1,4 @@
-import { delay } from '../backends/shared/abort';
+import { delay } from '../utils/abort';
 import { InvalidLockKeyError, LockNotSupportedError } from '../errors';
 import type { LockService } from '../lock.service';
 import { toJson } from '../utils/json';

@@ -1,5 +1,5 @@
 import { Observable, Subscription } from 'rxjs';
-import { raceAbort } from '../backends/shared/abort';
+import { raceAbort } from '../utils/abort';
 import { currentLockScope, RequestIdSource, runInLockScope } from '../context/lock-context';
 import type { LockOptions } from '../lock-options';
 import type { LockService } from '../lock.service';

@@ -1,7 +1,7 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { ignoreElements, lastValueFrom } from 'rxjs';
-import { delay } from '../backends/shared/abort';
+import { delay } from '../utils/abort';
 import { LOGGER_CONTEXT, ON_LEADER_METADATA } from '../distributed-lock.constants';
 import { LeaderElection } from './leader-election.service';
 import type { Leadership } from './leadership';

@@ -1,4 +1,4 @@
-import { retryBackoff } from '../backends/shared/backoff';
+import { retryBackoff } from '../utils/backoff';
 
 /** Consecutive failed reads after which observing gives up and errors (about 8 s of backoff). */
 const MAX_OBSERVE_FAILURES = 10;

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { raceAbort } from '../backends/shared/abort';
+import { raceAbort } from '../utils/abort';
 import { currentLockScope, runInLockScope } from '../context/lock-context';
 import { LOGGER_CONTEXT } from '../distributed-lock.constants';
 import { LockServiceClosedError } from '../errors';

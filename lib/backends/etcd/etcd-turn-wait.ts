@@ -1,6 +1,6 @@
 import { LockBackendError } from '../../errors';
-import { delay } from '../shared/abort';
-import { retryBackoff } from '../shared/backoff';
+import { delay } from '../../utils/abort';
+import { retryBackoff } from '../../utils/backoff';
 import type { AcquisitionAbort } from './etcd-acquisition-abort';
 import type { DeletionWatch, WakeReason } from './etcd-deletion-watch';
 import type { EtcdLockClient, Inspection } from './etcd-lock-client';
@@ -75,12 +75,12 @@ export class EtcdTurnWait {
           watching?.createdAt !== undefined &&
           watching.createdAt <= seen.revision &&
           sameTarget(watching.target, seen.blocker);
-        if (!kept) {
+        if (!kept || !watching) {
           stopWatching();
           if (failedWatches > 0) await delay(retryBackoff(failedWatches), this.abort.signal);
           watching = { target: seen.blocker, watch: this.etcd.watchDeletion(seen.blocker) };
         }
-        const reason = await this.sleepUntilWoken(watching!, seen.revision, (hook) => (wake = hook));
+        const reason = await this.sleepUntilWoken(watching, seen.revision, (hook) => (wake = hook));
         if (reason === 'behind') continue;
         stopWatching();
         failedWatches = reason === 'recheck' ? failedWatches + 1 : 0;

@@ -1,4 +1,4 @@
-import { raceAbort, timeoutSignal } from '../shared/abort';
+import { raceAbort, timeoutSignal } from '../../utils/abort';
 import type { SubscriberConnection } from './port/redis-port';
 
 /** close() does not wait longer than this for UNSUBSCRIBE before quitting anyway. */

@@ -1,7 +1,7 @@
 import type { AcquireRequest, LockGrant } from '../lock-backend.interface';
 import { backendErrorOf, LockBackendError } from '../../errors/lock-backend.error';
 import { LockError } from '../../errors/lock-error';
-import { raceAbort } from '../shared/abort';
+import { raceAbort } from '../../utils/abort';
 import type { BackendLifecycle } from '../shared/backend-lifecycle';
 import { parseAcquireReply } from './acquire.lua';
 import { acquireCall, releaseCall, runCall, type HandoffTarget, type WaitStyle } from './lock-calls';

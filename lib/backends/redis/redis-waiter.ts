@@ -1,5 +1,5 @@
 import type { AcquireRequest, LockGrant } from '../lock-backend.interface';
-import { raceAbort } from '../shared/abort';
+import { raceAbort } from '../../utils/abort';
 import type { ChannelSubscriber, ChannelSubscription } from './channel-subscriber';
 import { channelOf, kindOf, leaveCall, runCall, waitStyle, type HandoffTarget, type WaitStyle } from './lock-calls';
 import { messageOf, type BusyAttempt, type InFlight, type RedisCommands } from './redis-commands';

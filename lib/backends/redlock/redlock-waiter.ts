@@ -1,7 +1,7 @@
 import { LockBackendError } from '../../errors/lock-backend.error';
 import type { LockQuorumError } from '../../errors/lock-quorum.error';
 import type { AcquireRequest, LockGrant } from '../lock-backend.interface';
-import { raceAbort, timeoutSignal } from '../shared/abort';
+import { raceAbort, timeoutSignal } from '../../utils/abort';
 import type { ChannelSubscription } from '../redis/channel-subscriber';
 import { Wakeup } from '../redis/wakeup';
 import { redlockKeys, redlockLeaveCall, type WaiterTicket } from './redlock-calls';

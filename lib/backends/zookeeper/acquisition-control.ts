@@ -1,6 +1,6 @@
 import { LockBackendError } from '../../errors';
-import { delay, raceAbort } from '../shared/abort';
-import { retryBackoff } from '../shared/backoff';
+import { delay, raceAbort } from '../../utils/abort';
+import { retryBackoff } from '../../utils/backoff';
 import { toZooKeeperBackendError } from './zookeeper-errors';
 import type { ZooKeeperSession } from './zookeeper-session';
 

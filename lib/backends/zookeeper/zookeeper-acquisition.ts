@@ -1,7 +1,7 @@
 import type { AcquireRequest, LockGrant } from '../lock-backend.interface';
 import { LockBackendError } from '../../errors';
 import { monotonicNow } from '../../utils/clock';
-import { raceAbort } from '../shared/abort';
+import { raceAbort } from '../../utils/abort';
 import { AcquisitionControl } from './acquisition-control';
 import { QueueEntry } from './queue-entry';
 import { isConnectionLoss, isSessionExpired } from './zookeeper-errors';

@@ -1,5 +1,5 @@
 import type { AcquireRequest, LockGrant } from '../lock-backend.interface';
-import { delay } from '../shared/abort';
+import { delay } from '../../utils/abort';
 import { ZooKeeperAcquisition } from './zookeeper-acquisition';
 import type { AcquisitionContext, ContenderRecipe } from './zookeeper-queue';
 import { isConnectionLoss } from './zookeeper-errors';

@@ -7,7 +7,7 @@ import { lockPrefix } from '../../backends/etcd/etcd-key-layout';
 import { EtcdLockClient, toEtcdBackendError } from '../../backends/etcd/etcd-lock-client';
 import { asEtcdLockState } from '../../backends/etcd/etcd-lock-state';
 import { bytes, createRevisionIs, prefixRange, SORT_ASCEND, SORT_BY_CREATE } from '../../backends/etcd/etcd-requests';
-import { delay } from '../../backends/shared/abort';
+import { delay } from '../../utils/abort';
 import { ObserveFailures } from '../observe-failures';
 import type { CampaignRequest, ElectionBackend, ElectionGrant, LeaderInfo } from '../election-backend.interface';
 

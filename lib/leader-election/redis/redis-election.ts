@@ -1,5 +1,5 @@
 import { LockBackendError, LockError } from '../../errors';
-import { delay, raceAbort } from '../../backends/shared/abort';
+import { delay, raceAbort } from '../../utils/abort';
 import type { ChannelSubscriber, ChannelSubscription } from '../../backends/redis/channel-subscriber';
 import type { RedisPort } from '../../backends/redis/port/redis-port';
 import { encodeKeyPart } from '../../backends/redis/redis-keys';

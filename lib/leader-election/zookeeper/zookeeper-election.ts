@@ -1,5 +1,5 @@
 import type { BackendLockEvent, HeldLock, LockBackend } from '../../backends/lock-backend.interface';
-import { delay } from '../../backends/shared/abort';
+import { delay } from '../../utils/abort';
 import { ZooKeeperAcquisition } from '../../backends/zookeeper/zookeeper-acquisition';
 import type { AcquisitionContext } from '../../backends/zookeeper/zookeeper-queue';
 import { toZooKeeperBackendError } from '../../backends/zookeeper/zookeeper-errors';

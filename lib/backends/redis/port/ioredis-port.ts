@@ -1,4 +1,4 @@
-import { raceAbort, timeoutSignal } from '../../shared/abort';
+import { raceAbort, timeoutSignal } from '../../../utils/abort';
 import { describeClient, type IoRedisLockClient, type RedisConnection } from '../redis-client';
 import {
   normaliseReply,

@@ -1,4 +1,4 @@
-import { raceAbort, timeoutSignal } from '../../shared/abort';
+import { raceAbort, timeoutSignal } from '../../../utils/abort';
 import { describeAddress, describeStartupNode, type NodeRedisClusterLockClient } from '../redis-client';
 import { NODE_REDIS_SUBSCRIBER_NAME, sendEach, scriptCommand } from './node-redis-port';
 import {

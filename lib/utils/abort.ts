@@ -1,4 +1,4 @@
-import { MAX_TIMER_DELAY } from '../../utils/clock';
+import { MAX_TIMER_DELAY } from './clock';
 
 /**
  * Races `work` against `signal`. When the signal aborts first, rejects with `onAbort()` and leaves `work`
