@@ -18,6 +18,7 @@ import {
   stateOf,
   track,
   watchedKeys,
+  watchesCreated,
   never,
 } from './etcd-spec-helpers';
 
@@ -349,12 +350,9 @@ describe('EtcdLockBackend read/write locks and semaphores', () => {
       for (const [i, request] of waiters.entries()) {
         waits.push(track(backend.acquire(request, never())));
         await semaphoreQueued(admin, 'herd', 3 + i);
+        await watchesCreated(client, semaphorePrefix(NAMESPACE, 'herd'), 1 + i);
       }
       const keys = (await semaphoreEntries(admin, 'herd')).map((kv) => kv.key.toString());
-      await eventually(
-        () => watchedKeys(client).filter((key) => key === semaphorePrefix(NAMESPACE, 'herd')).length === 3,
-        'three range watchers',
-      );
       const inspections = countInspections();
       try {
         // The second holder (not the oldest) leaves: the first waiter is in, the others did not even re-read.
@@ -384,12 +382,15 @@ describe('EtcdLockBackend read/write locks and semaphores', () => {
       const earlyLeaving = new AbortController();
       const early = track(backend.acquire(permit('leavers', 1), earlyLeaving.signal));
       await semaphoreQueued(admin, 'leavers', 2);
+      await watchesCreated(client, semaphorePrefix(NAMESPACE, 'leavers'), 1);
       const middle = permit('leavers', 1);
       const waiting = track(backend.acquire(middle, never()));
       await semaphoreQueued(admin, 'leavers', 3);
+      await watchesCreated(client, semaphorePrefix(NAMESPACE, 'leavers'), 2);
       const lateLeaving = new AbortController();
       const late = track(backend.acquire(permit('leavers', 1), lateLeaving.signal));
       await semaphoreQueued(admin, 'leavers', 4);
+      await watchesCreated(client, semaphorePrefix(NAMESPACE, 'leavers'), 3);
       const middleKey = (await semaphoreEntries(admin, 'leavers'))[2].key.toString();
 
       const inspections = countInspections();

@@ -38,9 +38,26 @@ export function queued(client: Etcd3, key: string, count: number): Promise<void>
 }
 
 /** Keys the client's shared watch stream currently watches (etcd3's WatchManager is private). */
-export function watchedKeys(client: Etcd3): string[] {
-  const manager = (client as unknown as { watchManager: { watchers: { request: { key: Buffer } }[] } }).watchManager;
-  return manager.watchers.map((watcher) => watcher.request.key.toString()).sort();
+export function watchedKeys(client: Etcd3, only: 'all' | 'created' = 'all'): string[] {
+  const manager = (
+    client as unknown as { watchManager: { watchers: { id: string | null; request: { key: Buffer } }[] } }
+  ).watchManager;
+  return manager.watchers
+    .filter((watcher) => only === 'all' || watcher.id !== null)
+    .map((watcher) => watcher.request.key.toString())
+    .sort();
+}
+
+/**
+ * Waits until `count` watches on `key` were created by the server. A waiter whose watch is created after a
+ * later write reads its queue again (it cannot know what that write was), so tests that count reads wait for
+ * this before the next write.
+ */
+export function watchesCreated(client: Etcd3, key: string, count: number): Promise<void> {
+  return eventually(
+    () => watchedKeys(client, 'created').filter((watched) => watched === key).length === count,
+    `${count} watches on "${key}" created by the server`,
+  );
 }
 
 /** Tracks whether a promise settled, to assert that a waiter is still waiting. */
