@@ -216,8 +216,8 @@ const CALL_NOTES: Record<Store, string> = {
   zookeeper:
     'ZooKeeper 3.8 with forceSync=yes (every write fsynced, as in production). server reqs/op counts the requests it received ' +
     '(mntr zk_packets_received, session pings included). The limit creates an ephemeral sequential node and deletes it: no ' +
-    'queue position, fencing token or watch. Ours adds a listing of the lock path (pipelined behind the create) and a read ' +
-    'of its node that sets the watch on it (in the background when the node is alone); neither is a write.',
+    'queue position, fencing token or watch. Ours adds a listing of the lock path (pipelined behind the create), which ' +
+    'leaves a watch on its children; a node it finds alone is read (and watched) only once they change. Not a write.',
 };
 
 function table(store: Store, rows: UncontendedRow[], failures: Failure[]): Table {

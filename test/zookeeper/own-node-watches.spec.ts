@@ -11,10 +11,10 @@ const unusedSession = {} as ZooKeeperSession;
 describe('OwnNodeWatches: a deletion reaches every listener, also one that subscribes after it', () => {
   it('tells the listeners there are, and every later one, until the entry is forgotten', async () => {
     const watches = new OwnNodeWatches(unusedSession, () => undefined);
-    watches.watcherFor('/locks/a/_c_x-lock-0000000001', 'session-1');
+    const watcher = watches.watcherFor('/locks/a/_c_x-lock-0000000001', 'session-1');
     const early = jest.fn();
     watches.onDeleted('/locks/a/_c_x-lock-0000000001', early);
-    watches.gone('/locks/a/_c_x-lock-0000000001');
+    watcher({ getType: () => NODE_DELETED } as ZkEvent);
     expect(early).toHaveBeenCalledTimes(1);
 
     // The handle observes after the grant, possibly after the read came back: it still hears of the loss.

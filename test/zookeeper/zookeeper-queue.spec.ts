@@ -139,6 +139,51 @@ describe('ZooKeeperLockBackend queue', () => {
     await patientBackend.release(held(patient, grant));
   });
 
+  it('a holder granted alone watches its lock path until it changes, then its own node; a deletion is reported either way', async () => {
+    const lostOf = (backend: ZooKeeperLockBackend, request: ReturnType<typeof lockRequest>, grant: LockGrant) => {
+      let lost = false;
+      const stop = backend.observe(held(request, grant), (event) => {
+        if (event.type === 'lost') lost = true;
+      });
+      return { lost: () => lost, stop };
+    };
+
+    // Alone, nobody else comes: the child watch of its listing is the only watch, and it hears the deletion.
+    const lonely = newBackend();
+    const alone = lockRequest('alone-deleted');
+    const aloneGrant = (await lonely.tryAcquire(alone))!;
+    // A later request on the same session is answered after every earlier one: no read of the node was sent.
+    expect(await lonely.isLocked('locks', 'alone-deleted')).toBe(true);
+    expect(armedDataWatches(lonely)).toEqual([]);
+    const aloneEvents = lostOf(lonely, alone, aloneGrant);
+    await admin.remove(stateOf(aloneGrant).nodePath);
+    await eventually(() => aloneEvents.lost(), 'the holder granted alone hears that its node was deleted');
+    aloneEvents.stop();
+    await lonely.release(held(alone, aloneGrant));
+
+    // A contender comes: the holder then reads its node and watches it, and hears a later deletion through it.
+    const backend = newBackend();
+    const holder = lockRequest('alone-then-watched');
+    const grant = (await backend.tryAcquire(holder))!;
+    const holderPath = stateOf(grant).nodePath;
+    expect(await backend.isLocked('locks', 'alone-then-watched')).toBe(true);
+    expect(armedDataWatches(backend)).toEqual([]);
+    const events = lostOf(backend, holder, grant);
+    const waiterBackend = newBackend();
+    const waiter = lockRequest('alone-then-watched');
+    const waiting = track(waiterBackend.acquire(waiter, never()));
+    await queued(admin, 'alone-then-watched', 2);
+    await eventually(() => armedDataWatches(backend).includes(holderPath), 'the holder watches its own node');
+    expect(events.lost()).toBe(false);
+    await admin.remove(holderPath);
+    await eventually(() => events.lost(), 'the holder hears that its node was deleted');
+    events.stop();
+    const waiterGrant = await waiting.promise;
+    expect(waiterGrant.fencingToken > grant.fencingToken).toBe(true);
+    await waiterBackend.release(held(waiter, waiterGrant));
+    expect(await backend.release(held(holder, grant))).toBe(false);
+  });
+
   it('a waiter whose own node is deleted behind its back joins again, at the end of the queue', async () => {
     const backend = newBackend();
     const holder = lockRequest('rejoin');

@@ -16,10 +16,15 @@ interface Entry {
  * it (for the fencing token), so it costs no extra round trip. When the node of a held lock is deleted by anyone but its release
  * (an operator, a script), the handle hears of it at once instead of at its next renewal.
  *
- * A deletion can be heard before anyone listens: an uncontended grant returns before the read that sets the
- * watch (QueueEntry.join), and the handle observes only after the grant. So a deleted entry stays, marked, for
- * the listener still to come, and ends when its owner removes or forgets the node, or when the session it
- * belongs to expires (an expired session's watches never fire). node-zookeeper-client cannot remove a watch.
+ * A node granted alone (QueueEntry.join) skips that read: the listing that found it alone left a watch on the
+ * lock path's children, and only when that fires (a contender came, or a node went, ours perhaps) does
+ * `recheck` read the node and set its own watch. An uncontended acquire + release thus makes three requests,
+ * not four.
+ *
+ * A deletion can be heard before anyone listens: a grant returns as soon as the lock is ours, and the handle
+ * observes only after it. So a deleted entry stays, marked, for the listener still to come, and ends when its
+ * owner removes or forgets the node, or when the session it belongs to expires (an expired session's watches
+ * never fire). node-zookeeper-client cannot remove a watch.
  */
 export class OwnNodeWatches {
   private readonly entries = new Map<string, Entry>();
@@ -50,21 +55,21 @@ export class OwnNodeWatches {
   }
 
   /**
-   * The read that set the watch found the node gone, after the lock was granted without waiting for that read
-   * (see QueueEntry.join). No watch will fire, so this tells the listeners instead.
+   * Reads the node and sets its own watch, or reports it deleted: for a node granted alone, once its lock
+   * path's children changed. Nothing when the entry has ended (released, forgotten, or its session expired).
    */
-  gone(path: string): void {
+  recheck(path: string): void {
     const entry = this.entries.get(path);
-    if (entry) this.deleted(entry);
+    if (entry) this.rewatch(path, entry);
   }
 
-  /** Deletes a node of ours and ends its entry: nobody listens for a node its owner removes. */
-  async remove(path: string): Promise<boolean> {
-    try {
-      return await this.session.remove(path);
-    } finally {
-      this.forget(path);
-    }
+  /**
+   * Ends the entry, then deletes the node: nobody listens for a node its owner removes. Ended first, because
+   * the delete's own watch event arrives ahead of its reply, and a node granted alone would read itself again.
+   */
+  remove(path: string): Promise<boolean> {
+    this.forget(path);
+    return this.session.remove(path);
   }
 
   /** Ends the entry: the node is gone or being removed by its owner, or its watch could not be set. */
@@ -86,6 +91,11 @@ export class OwnNodeWatches {
     if (!entry) return;
     if (event.getType() === NODE_DELETED) return this.deleted(entry);
     // The data changed (Curator's revocation request writes to the node): watches are one-shot, so set it again.
+    this.rewatch(path, entry);
+  }
+
+  /** A failed read leaves no watch: the handle still learns of a deletion at its next renewal. */
+  private rewatch(path: string, entry: Entry): void {
     this.track(
       this.session.watchNode(path, entry.watcher).then(
         (stat) => stat === null && this.entries.get(path) === entry && this.deleted(entry),

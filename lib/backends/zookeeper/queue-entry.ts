@@ -3,6 +3,7 @@ import type { AcquireRequest } from '../lock-backend.interface';
 import { monotonicNow } from '../../utils/clock';
 import { settledWithin } from '../shared/backend-lifecycle';
 import type { AcquisitionControl } from './acquisition-control';
+import type { OwnNodeWatches } from './own-node-watches';
 import { CREATE_MODE, hex } from './zookeeper-client-facts';
 import { isConnectionLoss, isSessionExpired, isZkError, ZK_ERROR } from './zookeeper-errors';
 import { zxidOf } from './zookeeper-lock-state';
@@ -36,8 +37,9 @@ export class QueueEntry {
   /**
    * Creates our node (and the lock path if missing) and reads its Stat, which also watches it. The listing of the
    * lock path goes out right behind the create, in the same pipeline (a session's requests run in order, so it
-   * sees our node). When it shows our node alone, the lock is ours with no further round trip: the fencing token
-   * is then the lock path's pzxid (see aloneIn), and the Stat read finishes in the background.
+   * sees our node). When it shows our node alone, the lock is ours with no further round trip and no Stat read:
+   * the fencing token is then the lock path's pzxid (see aloneIn), and the child watch the listing left on the
+   * lock path stands in for the watch on our node until the children change (OwnNodeWatches.recheck).
    */
   async join(): Promise<Contender> {
     const { session } = this.ctx;
@@ -48,6 +50,7 @@ export class QueueEntry {
       let path: string;
       let listing: Promise<Listing | null> | undefined;
       let sentAt = monotonicNow();
+      const pathWatch = this.recipe ? undefined : watchThroughLockPath(this.ctx.ownNodes);
       try {
         this.mayOwnNode = true;
         // After a NO_NODE, the lock path goes out in the same pipeline, ahead of our node: one round trip.
@@ -58,7 +61,7 @@ export class QueueEntry {
           CREATE_MODE.EPHEMERAL_SEQUENTIAL,
         );
         sentAt = monotonicNow();
-        listing = session.getChildrenAndStat(this.parent);
+        listing = session.getChildrenAndStat(this.parent, pathWatch?.watcher);
         listing.catch(() => undefined);
         path = await this.control.server(Promise.all([parents, created]).then(([, node]) => node));
       } catch (error) {
@@ -75,19 +78,20 @@ export class QueueEntry {
       const name = path.slice(this.parent.length + 1);
       // The session the create ran on: a new session would have failed it.
       const sessionId = session.sessionId;
-      const reading = this.readOwnNode(path);
+      // Without the alone path (a recipe's node, or no session to name), the read goes out at once.
+      const reading = pathWatch && sessionId !== undefined ? undefined : this.readOwnNode(path);
       if (listing === undefined) {
         sentAt = monotonicNow();
-        listing = session.getChildrenAndStat(this.parent);
+        listing = session.getChildrenAndStat(this.parent, pathWatch?.watcher);
         listing.catch(() => undefined);
       }
-      const alone = this.recipe || sessionId === undefined ? undefined : await this.aloneIn(listing, name);
-      if (alone !== undefined && sessionId !== undefined) {
+      const alone = reading || !pathWatch || sessionId === undefined ? undefined : await this.aloneIn(listing, name);
+      if (alone !== undefined && pathWatch && sessionId !== undefined) {
         this.control.queued = true;
-        this.ctx.track(this.watchInBackground(path, reading));
+        pathWatch.follow(path, sessionId);
         return { path, name, sessionId, czxid: alone, firstListing: { children: Promise.resolve([name]), sentAt } };
       }
-      const stat = await reading;
+      const stat = await (reading ?? this.readOwnNode(path));
       if (stat === null) {
         // Gone already: the session expired in between. Start over.
         this.ctx.ownNodes.forget(path);
@@ -122,15 +126,6 @@ export class QueueEntry {
     }
     if (seen === null || seen.children.length !== 1 || seen.children[0] !== name) return undefined;
     return zxidOf(seen.stat.pzxid);
-  }
-
-  /** After a grant without waiting for it: our node's watch, and a loss if the node turns out to be gone already. */
-  private async watchInBackground(path: string, reading: Promise<Stat | null>): Promise<void> {
-    try {
-      if ((await reading) === null) this.ctx.ownNodes.gone(path);
-    } catch {
-      // No watch (readOwnNode forgot it): the handle still learns of a deletion at its next renewal.
-    }
   }
 
   /** Our node's Stat (its czxid is the fencing token), leaving the watch on it; null if it is gone. */
@@ -203,4 +198,28 @@ export class QueueEntry {
     // The caller hears of the failure once our node is gone (bounded), so a read right after never sees it.
     return settledWithin(cleanup, session.isConnected ? ABANDON_WAIT_MS : 0, true);
   }
+}
+
+/**
+ * The child watch a listing leaves on the lock path, for a node the listing finds alone: once the children
+ * change (a contender came, or a node went, ours perhaps), our node is read and gets its own watch. A change
+ * heard before the grant is kept for it (the event can arrive right behind the listing's reply).
+ */
+function watchThroughLockPath(ownNodes: OwnNodeWatches): {
+  readonly watcher: () => void;
+  follow(path: string, sessionId: string): void;
+} {
+  let node: string | undefined;
+  let changed = false;
+  return {
+    watcher: () => {
+      changed = true;
+      if (node !== undefined) ownNodes.recheck(node);
+    },
+    follow(path, sessionId) {
+      ownNodes.watcherFor(path, sessionId);
+      node = path;
+      if (changed) ownNodes.recheck(path);
+    },
+  };
 }

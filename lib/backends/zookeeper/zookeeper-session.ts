@@ -45,13 +45,20 @@ export class ZooKeeperSession extends ZooKeeperConnection {
 
   /**
    * As getChildren, with the node's Stat (its pzxid: the zxid of the last create or delete of a child).
-   * node-zookeeper-client sends GetChildren2 either way, so the Stat costs nothing extra.
+   * node-zookeeper-client sends GetChildren2 either way, so the Stat costs nothing extra. `watcher`: a one-shot
+   * watch on the children (fires on the next child create or delete, or the node's deletion), set by the same
+   * request.
    */
-  async getChildrenAndStat(path: string): Promise<{ children: string[]; stat: Stat } | null> {
+  async getChildrenAndStat(
+    path: string,
+    watcher?: (event: ZkEvent) => void,
+  ): Promise<{ children: string[]; stat: Stat } | null> {
     try {
-      return await this.call<{ children: string[]; stat: Stat }>((client, done) =>
-        client.getChildren(path, (error, children, stat) => done(error, { children, stat })),
-      );
+      return await this.call<{ children: string[]; stat: Stat }>((client, done) => {
+        const answer = (error: unknown, children: string[], stat: Stat) => done(error, { children, stat });
+        if (watcher) client.getChildren(path, watcher, answer);
+        else client.getChildren(path, answer);
+      });
     } catch (error) {
       if (isZkError(error, ZK_ERROR.NO_NODE)) return null;
       throw error;
