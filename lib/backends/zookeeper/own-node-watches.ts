@@ -17,8 +17,8 @@ interface Entry {
  * (an operator, a script), the handle hears of it at once instead of at its next renewal.
  *
  * A node granted alone (QueueEntry.join) skips that read: the listing that found it alone left a watch on the
- * lock path's children, and only when that fires (a contender came, or a node went, ours perhaps) does
- * `recheck` read the node and set its own watch. An uncontended acquire + release thus makes three requests,
+ * lock path's children (`throughLockPath`), and only when that fires (a contender came, or a node went, ours
+ * perhaps) is the node read and given its own watch. An uncontended acquire + release thus makes three requests,
  * not four.
  *
  * A deletion can be heard before anyone listens: a grant returns as soon as the lock is ours, and the handle
@@ -55,12 +55,25 @@ export class OwnNodeWatches {
   }
 
   /**
-   * Reads the node and sets its own watch, or reports it deleted: for a node granted alone, once its lock
-   * path's children changed. Nothing when the entry has ended (released, forgotten, or its session expired).
+   * The child watch a listing leaves on the lock path (pass `watcher` with it), for a node that listing finds
+   * alone (`follow` it then): once the children change (a contender came, or a node went, ours perhaps), the
+   * node is read and gets its own watch, or is reported deleted. A change heard before `follow` is kept for it:
+   * the event can arrive right behind the listing's reply.
    */
-  recheck(path: string): void {
-    const entry = this.entries.get(path);
-    if (entry) this.rewatch(path, entry);
+  throughLockPath(): { readonly watcher: () => void; follow(path: string, sessionId: string): void } {
+    let node: string | undefined;
+    let changed = false;
+    return {
+      watcher: () => {
+        changed = true;
+        if (node !== undefined) this.recheck(node);
+      },
+      follow: (path, sessionId) => {
+        this.watcherFor(path, sessionId);
+        node = path;
+        if (changed) this.recheck(path);
+      },
+    };
   }
 
   /**
@@ -92,6 +105,12 @@ export class OwnNodeWatches {
     if (event.getType() === NODE_DELETED) return this.deleted(entry);
     // The data changed (Curator's revocation request writes to the node): watches are one-shot, so set it again.
     this.rewatch(path, entry);
+  }
+
+  /** Nothing when the entry has ended (released, forgotten, or its session expired). */
+  private recheck(path: string): void {
+    const entry = this.entries.get(path);
+    if (entry) this.rewatch(path, entry);
   }
 
   /** A failed read leaves no watch: the handle still learns of a deletion at its next renewal. */

@@ -3,7 +3,6 @@ import type { AcquireRequest } from '../lock-backend.interface';
 import { monotonicNow } from '../../utils/clock';
 import { settledWithin } from '../shared/backend-lifecycle';
 import type { AcquisitionControl } from './acquisition-control';
-import type { OwnNodeWatches } from './own-node-watches';
 import { CREATE_MODE, hex } from './zookeeper-client-facts';
 import { isConnectionLoss, isSessionExpired, isZkError, ZK_ERROR } from './zookeeper-errors';
 import { zxidOf } from './zookeeper-lock-state';
@@ -39,7 +38,7 @@ export class QueueEntry {
    * lock path goes out right behind the create, in the same pipeline (a session's requests run in order, so it
    * sees our node). When it shows our node alone, the lock is ours with no further round trip and no Stat read:
    * the fencing token is then the lock path's pzxid (see aloneIn), and the child watch the listing left on the
-   * lock path stands in for the watch on our node until the children change (OwnNodeWatches.recheck).
+   * lock path stands in for the watch on our node until the children change (OwnNodeWatches.throughLockPath).
    */
   async join(): Promise<Contender> {
     const { session } = this.ctx;
@@ -50,7 +49,7 @@ export class QueueEntry {
       let path: string;
       let listing: Promise<Listing | null> | undefined;
       let sentAt = monotonicNow();
-      const pathWatch = this.recipe ? undefined : watchThroughLockPath(this.ctx.ownNodes);
+      const pathWatch = this.recipe ? undefined : this.ctx.ownNodes.throughLockPath();
       try {
         this.mayOwnNode = true;
         // After a NO_NODE, the lock path goes out in the same pipeline, ahead of our node: one round trip.
@@ -198,28 +197,4 @@ export class QueueEntry {
     // The caller hears of the failure once our node is gone (bounded), so a read right after never sees it.
     return settledWithin(cleanup, session.isConnected ? ABANDON_WAIT_MS : 0, true);
   }
-}
-
-/**
- * The child watch a listing leaves on the lock path, for a node the listing finds alone: once the children
- * change (a contender came, or a node went, ours perhaps), our node is read and gets its own watch. A change
- * heard before the grant is kept for it (the event can arrive right behind the listing's reply).
- */
-function watchThroughLockPath(ownNodes: OwnNodeWatches): {
-  readonly watcher: () => void;
-  follow(path: string, sessionId: string): void;
-} {
-  let node: string | undefined;
-  let changed = false;
-  return {
-    watcher: () => {
-      changed = true;
-      if (node !== undefined) ownNodes.recheck(node);
-    },
-    follow(path, sessionId) {
-      ownNodes.watcherFor(path, sessionId);
-      node = path;
-      if (changed) ownNodes.recheck(path);
-    },
-  };
 }
