@@ -84,7 +84,7 @@ export class QueueEntry {
         listing = session.getChildrenAndStat(this.parent, pathWatch?.watcher);
         listing.catch(() => undefined);
       }
-      const alone = reading || !pathWatch || sessionId === undefined ? undefined : await this.aloneIn(listing, name);
+      const alone = pathWatch && sessionId !== undefined ? await this.aloneIn(listing, name) : undefined;
       if (alone !== undefined && pathWatch && sessionId !== undefined) {
         this.control.queued = true;
         pathWatch.follow(path, sessionId);
