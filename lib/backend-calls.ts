@@ -32,23 +32,24 @@ export class BackendCalls {
 
   /**
    * One attempt; null when the key is busy. Every uncontended acquire on a backend with `tryBeforeWait` (Redis)
-   * comes through here: the deadline and the error mapping share one reaction.
+   * comes through here: the deadline and the error mapping share one reaction. `operation` is the caller's
+   * (acquire() tries first too), so that the error names what the user called.
    */
-  tryGrant(request: AcquireRequest): Promise<LockGrant | null> {
+  tryGrant(request: AcquireRequest, operation: 'acquire' | 'tryAcquire'): Promise<LockGrant | null> {
     let attempt: Promise<LockGrant | null>;
     try {
       attempt = this.backend.tryAcquire(request);
     } catch (error) {
-      return Promise.reject(this.asLockError('tryAcquire', error));
+      return Promise.reject(this.asLockError(operation, error));
     }
     return settleWithDeadline(
       attempt,
       this.operationTimeout,
-      () => this.backendError('tryAcquire', `no reply within ${this.operationTimeout} ms`),
+      () => this.backendError(operation, `no reply within ${this.operationTimeout} ms`),
       (grant) => grant,
       (error: unknown) => {
         this.releaseLateGrant(request, attempt);
-        throw this.asLockError('tryAcquire', error);
+        throw this.asLockError(operation, error);
       },
     );
   }

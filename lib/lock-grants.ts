@@ -37,18 +37,18 @@ export class LockGrants {
   acquire(request: AcquireRequest, resolved: ResolvedLockOptions, onWait?: WaitHook): Promise<LockHandle> {
     const started = monotonicNow();
     if (resolved.waitTimeout === 0) {
-      return this.attempt(request, resolved, started, () => this.timedOut(request, resolved, started, 0));
+      return this.attempt('acquire', request, resolved, started, () => this.timedOut(request, resolved, started, 0));
     }
     if (this.backend.tryBeforeWait) {
       // The uncontended fast path: one round trip, no wait machinery.
-      return this.attempt(request, resolved, started, () => this.wait(request, resolved, started, onWait));
+      return this.attempt('acquire', request, resolved, started, () => this.wait(request, resolved, started, onWait));
     }
     return this.wait(request, resolved, started, onWait);
   }
 
   /** One attempt; resolves null at once when the key is busy. */
   tryAcquire(request: AcquireRequest, resolved: ResolvedLockOptions, started: number): Promise<LockHandle | null> {
-    return this.attempt(request, resolved, started, () => null);
+    return this.attempt('tryAcquire', request, resolved, started, () => null);
   }
 
   /**
@@ -56,13 +56,14 @@ export class LockGrants {
    * on the backend's answer: this is the path of every uncontended acquire on Redis.
    */
   private attempt<T>(
+    operation: 'acquire' | 'tryAcquire',
     request: AcquireRequest,
     resolved: ResolvedLockOptions,
     started: number,
     otherwise: () => T | Promise<T>,
   ): Promise<LockHandle | T> {
     return this.calls
-      .tryGrant(request)
+      .tryGrant(request, operation)
       .then((grant) => (grant ? this.adopt(request, grant, resolved, started) : null) ?? otherwise());
   }
 

@@ -70,6 +70,13 @@ export interface LockBackend {
   /** Optional: who holds the key and who waits, for operators (LockService.inspect, the CLI). */
   inspect?(namespace: string, key: string): Promise<BackendInspection>;
 
+  /**
+   * Optional: why the server may not answer right now, in a few words (`connection reconnecting; last connection
+   * error: connect ECONNREFUSED 127.0.0.1:6380`), or undefined while connected. The core adds it to the
+   * LockBackendError it raises when a call passes its deadline, so that "no reply" also says why.
+   */
+  describeConnection?(): string | undefined;
+
   /** Closes what the backend created itself (subscriber connections, timers). Never the client the app passed in. */
   close(): Promise<void>;
 }

@@ -21,20 +21,33 @@ export class LockBackendError extends LockError {
   }
 }
 
-/** A LockBackendError naming `backend`'s kind and address; `cause` only when there is one. */
+/**
+ * A LockBackendError naming `backend`'s kind and address, and what the backend knows of its connection when it is
+ * not up (LockBackend.describeConnection); `cause` only when there is one.
+ */
 export function backendErrorOf(
-  backend: { readonly kind: string; readonly address: string },
+  backend: { readonly kind: string; readonly address: string; describeConnection?(): string | undefined },
   operation: string,
   detail: string,
   cause?: unknown,
 ): LockBackendError {
+  const connection = connectionOf(backend);
   return new LockBackendError(
     backend.kind,
     backend.address,
     operation,
-    detail,
+    connection ? `${detail} (${connection})` : detail,
     cause === undefined ? undefined : { cause },
   );
+}
+
+/** A backend's own words on its connection; a backend that fails to say must not replace the error being built. */
+function connectionOf(backend: { describeConnection?(): string | undefined }): string | undefined {
+  try {
+    return backend.describeConnection?.() || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -147,5 +147,12 @@ export function toEtcdBackendError(address: string, operation: string, error: un
   if (error instanceof LockError) return error;
   const kind = (error as Error | undefined)?.constructor?.name ?? 'Error';
   const message = error instanceof Error ? error.message : String(error);
-  return new LockBackendError('etcd', address, operation, `${kind}: ${message}`, { cause: error });
+  const why = kind === BROKEN_CIRCUIT ? ` (${BROKEN_CIRCUIT_MEANS})` : '';
+  return new LockBackendError('etcd', address, operation, `${kind}: ${message}${why}`, { cause: error });
 }
+
+/** etcd3's error once its circuit breaker (cockatiel's) opened: its own message does not say what that means. */
+const BROKEN_CIRCUIT = 'BrokenCircuitError';
+const BROKEN_CIRCUIT_MEANS =
+  'etcd3 refuses calls for a few seconds after several in a row could not reach the server: ' +
+  'the connection was refused, unavailable or timed out';

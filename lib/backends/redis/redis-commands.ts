@@ -177,14 +177,20 @@ export class RedisCommands {
     return this.error(operation, `${messageOf(error)}${this.connectionHint()}`, error);
   }
 
-  /** What we know about the connection, for "why did it not answer" messages. */
+  /** What we know about the connection, for "why did it not answer" messages: ' (...)', or '' when it is up. */
   connectionHint(): string {
-    const hints: string[] = [];
+    const state = this.connectionState();
+    return state ? ` (${state})` : '';
+  }
+
+  /** The connection's status and last error while it is not ready (LockBackend.describeConnection). */
+  connectionState(): string | undefined {
     const status = this.client.status();
-    if (status && status !== 'ready') hints.push(`connection ${status}`);
-    if (this.lastConnectionError && status !== 'ready')
-      hints.push(`last connection error: ${this.lastConnectionError.message}`);
-    return hints.length > 0 ? ` (${hints.join('; ')})` : '';
+    if (status === 'ready') return undefined;
+    const hints: string[] = [];
+    if (status) hints.push(`connection ${status}`);
+    if (this.lastConnectionError) hints.push(`last connection error: ${this.lastConnectionError.message}`);
+    return hints.length > 0 ? hints.join('; ') : undefined;
   }
 
   error(operation: string, detail: string, cause?: unknown): LockBackendError {

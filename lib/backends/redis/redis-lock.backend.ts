@@ -149,6 +149,11 @@ export class RedisLockBackend implements LockBackend {
     return (await this.commands.call('isLocked', runCall(this.client, isLockedCall(namespace, key)))) === 1;
   }
 
+  /** The client's status and, for a client we created, its last connection error; undefined while it is ready. */
+  describeConnection(): string | undefined {
+    return this.commands.connectionState();
+  }
+
   close(): Promise<void> {
     return this.lifecycle.close(() => this.shutdown());
   }

@@ -62,7 +62,7 @@ export function askAll<T>(
         continue;
       }
       const timer = setTimeout(
-        () => record({ instance, ok: false, error: new Error(`no answer within ${options.timeout} ms`) }),
+        () => record({ instance, ok: false, error: noAnswer(instance, options.timeout) }),
         options.timeout,
       );
       timers.push(timer);
@@ -87,4 +87,10 @@ export function asError(error: unknown): Error {
 /** floor(N / 2) + 1: any two majorities share at least one instance. */
 export function majorityOf(instances: number): number {
   return Math.floor(instances / 2) + 1;
+}
+
+/** "No answer", with the connection's status when it is not up: the likely reason. */
+function noAnswer(instance: RedlockInstance, timeout: number): Error {
+  const status = instance.connectionStatus();
+  return new Error(`no answer within ${timeout} ms${status ? `, connection ${status}` : ''}`);
 }

@@ -27,6 +27,12 @@ export class RedlockInstance {
     return status !== undefined && UNREACHABLE_STATES.has(status) ? new Error(`connection ${status}`) : undefined;
   }
 
+  /** The client's connection status while it is not ready ('connecting', 'reconnecting', ...), else undefined. */
+  connectionStatus(): string | undefined {
+    const status = this.client.status();
+    return status === 'ready' ? undefined : status;
+  }
+
   sharedSubscriber(): ChannelSubscriber {
     if (!this.subscriber?.isUsable) this.subscriber = new ChannelSubscriber(this.client.duplicateForSubscriber());
     return this.subscriber;

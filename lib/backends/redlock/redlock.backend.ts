@@ -61,6 +61,15 @@ export class RedlockBackend implements LockBackend {
     }
   }
 
+  /** The instances whose connection is not ready, with its status; undefined when all are. */
+  describeConnection(): string | undefined {
+    const down = this.set.instances.flatMap((instance) => {
+      const status = instance.connectionStatus();
+      return status ? [`${instance.address} connection ${status}`] : [];
+    });
+    return down.length > 0 ? down.join('; ') : undefined;
+  }
+
   async acquire(request: AcquireRequest, signal: AbortSignal): Promise<LockGrant> {
     this.set.lifecycle.assertOpen('acquire');
     if (signal.aborted) throw signal.reason;

@@ -46,11 +46,12 @@ export class AcquisitionControl {
     return raceAbort(work, this.signal, () => {
       if (this.cancelledWith) return this.cancelledWith.error;
       if (this.queued && this.session.isConnected) return this.signal.reason;
+      const connection = this.session.describeConnection();
       return new LockBackendError(
         'zookeeper',
         this.session.address,
         this.operation,
-        'the wait ended while a request to ZooKeeper was still outstanding',
+        `the wait ended while a request to ZooKeeper was still outstanding${connection ? ` (${connection})` : ''}`,
         { cause: this.signal.reason },
       );
     });

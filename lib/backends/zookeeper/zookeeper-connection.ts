@@ -1,5 +1,6 @@
 import type { Client, State } from 'node-zookeeper-client';
 import { LockBackendError } from '../../errors';
+import { monotonicNow } from '../../utils/clock';
 import { loadOptionalPackage } from '../../utils/optional-package';
 import { closeOwnedClient, containSocketHandlerErrors, dropSilentConnections } from './owned-client';
 import { PendingCalls } from './pending-calls';
@@ -41,6 +42,9 @@ export abstract class ZooKeeperConnection {
   /** The session our nodes belong to; undefined before the first connect and after an expiry. */
   private liveSessionId: string | undefined;
   private connected = false;
+  /** Since when (monotonic ms) we have had no connection, and whether this client ever had one. */
+  private notConnectedSince = monotonicNow();
+  private everConnected = false;
   private terminal: Error | undefined;
   private closing: Promise<void> | undefined;
   private readonly listeners = new Set<(event: SessionEvent) => void>();
@@ -57,6 +61,7 @@ export abstract class ZooKeeperConnection {
       // The app may hand us a client that is already connected.
       if (this.client.getState?.()?.code === STATE.SYNC_CONNECTED) {
         this.connected = true;
+        this.everConnected = true;
         this.liveSessionId = sessionIdOf(this.client);
       }
     } else {
@@ -86,6 +91,15 @@ export abstract class ZooKeeperConnection {
 
   get isConnected(): boolean {
     return this.connected;
+  }
+
+  /** Why requests may go unanswered now (LockBackend.describeConnection); undefined while connected. */
+  describeConnection(): string | undefined {
+    if (this.connected) return undefined;
+    const forMs = Math.round(monotonicNow() - this.notConnectedSince);
+    return this.everConnected
+      ? `not connected to ZooKeeper for ${forMs} ms: the connection was lost and has not come back`
+      : `not connected to ZooKeeper: no server of the connection string has accepted a session in ${forMs} ms`;
   }
 
   /** Subscribes to session events; returns the unsubscribe function. */
@@ -133,6 +147,7 @@ export abstract class ZooKeeperConnection {
       case STATE.SYNC_CONNECTED: {
         const sessionId = sessionIdOf(client);
         this.connected = true;
+        this.everConnected = true;
         if (sessionId === this.liveSessionId) return this.emit({ type: 'reconnected', sessionId });
         if (this.liveSessionId) this.emit({ type: 'expired', sessionId: this.liveSessionId });
         this.liveSessionId = sessionId;
@@ -141,6 +156,7 @@ export abstract class ZooKeeperConnection {
       case STATE.DISCONNECTED:
         if (!this.connected) return;
         this.connected = false;
+        this.notConnectedSince = monotonicNow();
         return this.emit({ type: 'suspended' });
       case STATE.EXPIRED:
         return this.onExpired(client);
@@ -154,6 +170,7 @@ export abstract class ZooKeeperConnection {
   private onExpired(client: Client): void {
     const expired = this.liveSessionId;
     this.liveSessionId = undefined;
+    if (this.connected) this.notConnectedSince = monotonicNow();
     this.connected = false;
     const error = Object.assign(new Error('Exception: SESSION_EXPIRED[-112]'), { code: ZK_ERROR.SESSION_EXPIRED });
     this.pending.fail(client, error);

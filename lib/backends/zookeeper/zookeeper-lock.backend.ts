@@ -223,6 +223,11 @@ export class ZooKeeperLockBackend implements LockBackend {
     return stop;
   }
 
+  /** Whether the client is connected, and for how long it has not been (see LockBackend.describeConnection). */
+  describeConnection(): string | undefined {
+    return this.session.describeConnection();
+  }
+
   /**
    * Rejects pending waiters and deletes their nodes, then closes the client if we created it (closing the
    * session deletes any node of ours still there). Locks already granted are the core's to release first.

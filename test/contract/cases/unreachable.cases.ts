@@ -13,7 +13,7 @@ export function unreachableCases(ctx: ContractContext): void {
   const { unreachable } = ctx.factory;
   if (!unreachable) return;
 
-  it('with nothing listening, acquire/tryAcquire/isLocked reject with LockBackendError naming backend and address, in bounded time', async () => {
+  it('with nothing listening, acquire/tryAcquire/isLocked reject with LockBackendError naming backend, address, the call and the connection, in bounded time', async () => {
     const dead = await unreachable();
     ctx.defer(() => dead.close());
     const locks = new LockService(dead.backend, { keyPrefix: ctx.ns, operationTimeout: OPERATION_TIMEOUT });
@@ -36,6 +36,12 @@ export function unreachableCases(ctx: ContractContext): void {
       expect(failure.backend).toBe(ctx.factory.backendKind ?? ctx.factory.name);
       expect(failure.address).toContain(String(dead.port));
       expect(failure.message).toContain(String(dead.port));
+      // The operation the user called (acquire tries first on some backends), and why nothing answered.
+      expect({ operation, named: failure.operation }).toEqual({ operation, named: operation });
+      expect({ operation, message: failure.message }).toEqual({
+        operation,
+        message: expect.stringMatching(/connect/i),
+      });
       expect(elapsed).toBeLessThan(bound + MARGIN);
     }
 
