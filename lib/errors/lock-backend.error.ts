@@ -14,7 +14,7 @@ export class LockBackendError extends LockError {
     options?: { cause?: unknown },
   ) {
     super(
-      `${backend} backend at ${address} failed during ${operation}: ${detail}. ` +
+      `${backend} backend at ${address} failed during ${operation}: ${detail.replace(/\.+$/, '')}. ` +
         `Check that the server is running and reachable from this process.`,
       options && 'cause' in options ? { cause: withoutCommandArguments(options.cause) } : options,
     );

@@ -1,6 +1,7 @@
 import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import { distinctUntilChanged, Observable } from 'rxjs';
 import { LockNotSupportedError, LockServiceClosedError } from '../errors';
+import { backendErrorOf } from '../errors/lock-backend.error';
 import { LockService } from '../lock.service';
 import { DEFAULT_OPERATION_TIMEOUT } from '../lock-options';
 import { ClosableWaits } from '../backends/shared/closable-waits';
@@ -113,10 +114,8 @@ export class LeaderElection implements BeforeApplicationShutdown {
   /** One read of who leads `name` now. */
   leader(name: string): Promise<LeaderInfo | null> {
     const election = validateLockKey(name);
-    return withDeadline(
-      this.backend().leader(this.keyPrefix, election),
-      this.operationTimeout,
-      () => new Error(`no reply within ${this.operationTimeout} ms`),
+    return withDeadline(this.backend().leader(this.keyPrefix, election), this.operationTimeout, () =>
+      backendErrorOf(this.locks.backend, 'election leader', `no reply within ${this.operationTimeout} ms`),
     );
   }
 

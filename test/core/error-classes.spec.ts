@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as errors from '../../lib/errors';
+import { backendErrorOf } from '../../lib/errors/lock-backend.error';
 
 const ERRORS_DIR = join(__dirname, '../../lib/errors');
 const LIB_DIR = join(__dirname, '../../lib');
@@ -20,6 +21,36 @@ describe('error classes', () => {
       expect(ErrorClass.prototype).toBeInstanceOf(errors.LockError);
     }
     expect(classes.length).toBeGreaterThanOrEqual(11);
+  });
+
+  it("LockBackendError reads as one sentence whether or not a driver's message ends with a period", () => {
+    const message = (detail: string) =>
+      new errors.LockBackendError('redis', '127.0.0.1:6380', 'acquire', detail).message;
+    const expected =
+      'redis backend at 127.0.0.1:6380 failed during acquire: Reached the max retries per request limit. ' +
+      'Check that the server is running and reachable from this process.';
+    expect(message('Reached the max retries per request limit.')).toBe(expected);
+    expect(message('Reached the max retries per request limit')).toBe(expected);
+  });
+
+  it("a backend's own words on its connection join the core's LockBackendError; a backend that fails to say changes nothing", () => {
+    const backend = { kind: 'redis', address: '127.0.0.1:6380' };
+    const down = { ...backend, describeConnection: () => 'connection reconnecting' };
+    const up = { ...backend, describeConnection: () => undefined };
+    const broken = {
+      ...backend,
+      describeConnection: (): string => {
+        throw new Error('no status');
+      },
+    };
+    expect(backendErrorOf(down, 'release', 'no reply within 5000 ms').message).toContain(
+      'failed during release: no reply within 5000 ms (connection reconnecting). Check',
+    );
+    for (const quiet of [backend, up, broken]) {
+      expect(backendErrorOf(quiet, 'release', 'no reply within 5000 ms').message).toContain(
+        'failed during release: no reply within 5000 ms. Check',
+      );
+    }
   });
 
   it('no error class is declared outside lib/errors', () => {

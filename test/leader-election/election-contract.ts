@@ -1,10 +1,11 @@
 import { filter, firstValueFrom, Observable, toArray, take } from 'rxjs';
 import type { LockBackend } from '../../lib/backends/lock-backend.interface';
-import { LockLostError, LockNotSupportedError } from '../../lib/errors';
+import { LockBackendError, LockLostError, LockNotSupportedError } from '../../lib/errors';
 import { LeaderElection } from '../../lib/leader-election/leader-election.service';
 import type { LeaderInfo } from '../../lib/leader-election/election-backend.interface';
 import type { Leadership, LeadershipEvent } from '../../lib/leader-election/leadership';
 import { LockService } from '../../lib/lock.service';
+import { since } from '../support/time';
 
 /** One app instance: a LockService and a LeaderElection on its own backend connection. */
 export interface ElectionInstance {
@@ -74,6 +75,44 @@ export function renewals(leadership: Leadership, count: number): Promise<Leaders
       toArray(),
     ),
   );
+}
+
+const DEAD_OPERATION_TIMEOUT = 1_500;
+/** Slack for a loaded machine; a hang would blow far past it. */
+const DEAD_MARGIN = 4_000;
+
+/**
+ * With nothing listening on the backend's port, `leader()` rejects with a LockBackendError that names the
+ * backend, its address, the call and why nothing answered, within the elections' operationTimeout.
+ */
+export function unreachableElectionCases(
+  label: string,
+  deadBackend: () => Promise<{ backend: LockBackend; port: number }>,
+): void {
+  describe(`leader election with nothing listening (${label})`, () => {
+    it('leader() rejects with a LockBackendError naming the backend, address and connection, in bounded time', async () => {
+      const dead = await deadBackend();
+      const locks = new LockService(dead.backend);
+      const elections = new LeaderElection(locks, { operationTimeout: DEAD_OPERATION_TIMEOUT });
+      try {
+        const started = performance.now();
+        const error: unknown = await elections.leader(uniqueName('dead')).then(
+          () => new Error('leader() answered against a dead port'),
+          (rejection: unknown) => rejection,
+        );
+        expect(error).toBeInstanceOf(LockBackendError);
+        const failure = error as LockBackendError;
+        expect(failure.backend).toBe(dead.backend.kind);
+        expect(failure.operation).toBe('election leader');
+        expect(failure.message).toContain(String(dead.port));
+        expect(failure.message).toMatch(/connect/i);
+        expect(since(started)).toBeLessThan(DEAD_OPERATION_TIMEOUT + DEAD_MARGIN);
+      } finally {
+        await elections.close();
+        await locks.close();
+      }
+    });
+  });
 }
 
 /** The behaviour every election backend shares. */

@@ -6,7 +6,15 @@ import type { LeadershipEvent } from '../../lib/leader-election/leadership';
 import { sharedEtcdEndpoint } from '../support/shared-servers';
 import { startEtcd, type TestEtcdServer } from '../support/etcd-server';
 import { killAllLineProcesses, LineProcess } from '../support/line-process';
-import { electionContract, instanceOn, leaderWhere, track, uniqueName } from './election-contract';
+import { freeTestPort } from '../support/free-port';
+import {
+  electionContract,
+  instanceOn,
+  leaderWhere,
+  track,
+  uniqueName,
+  unreachableElectionCases,
+} from './election-contract';
 
 const TTL = 2_000;
 
@@ -14,6 +22,11 @@ function etcdInstance(endpoint: string, ttl = TTL) {
   const client = new Etcd3({ hosts: endpoint });
   return instanceOn(new EtcdLockBackend({ client }), ttl, () => client.close());
 }
+
+unreachableElectionCases('etcd', async () => {
+  const port = await freeTestPort();
+  return { port, backend: new EtcdLockBackend({ hosts: `http://127.0.0.1:${port}` }) };
+});
 
 electionContract('etcd', async () => ({
   ttl: TTL,

@@ -13,7 +13,15 @@ import {
 } from '../support/zookeeper-server';
 import { killAllLineProcesses, LineProcess } from '../support/line-process';
 import { AdminClient } from '../zookeeper/zookeeper-spec-helpers';
-import { electionContract, instanceOn, leaderWhere, track, uniqueName } from './election-contract';
+import { freeTestPort } from '../support/free-port';
+import {
+  electionContract,
+  instanceOn,
+  leaderWhere,
+  track,
+  uniqueName,
+  unreachableElectionCases,
+} from './election-contract';
 
 const TTL = 2_000;
 const JAVA_TIMEOUT = 60_000;
@@ -30,6 +38,11 @@ afterAll(async () => {
 function zookeeperInstance(sessionTimeout = 4_000) {
   return instanceOn(new ZooKeeperLockBackend({ connectionString: server.connectionString, sessionTimeout }), TTL);
 }
+
+unreachableElectionCases('zookeeper', async () => {
+  const port = await freeTestPort();
+  return { port, backend: new ZooKeeperLockBackend({ connectionString: `127.0.0.1:${port}` }) };
+});
 
 electionContract('zookeeper', async () => ({
   ttl: TTL,

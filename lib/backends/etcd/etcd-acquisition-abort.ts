@@ -1,6 +1,9 @@
 import { LockBackendError } from '../../errors';
 import { toEtcdBackendError } from './etcd-lock-client';
 
+/** What an acquisition is for, as its errors name it: the caller's call, or an election's campaign. */
+export type EtcdOperation = 'acquire' | 'tryAcquire' | 'election campaign';
+
 /** After an abort, how long a call still outstanding may answer before we take etcd for unresponsive. */
 const ANSWER_GRACE_MS = 100;
 
@@ -21,7 +24,7 @@ export class AcquisitionAbort {
 
   constructor(
     private readonly address: string,
-    private readonly operation: 'acquire' | 'tryAcquire',
+    private readonly operation: EtcdOperation,
     userSignal?: AbortSignal,
   ) {
     if (!userSignal) {

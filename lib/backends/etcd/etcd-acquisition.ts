@@ -1,7 +1,7 @@
 import type { AcquireRequest, LockGrant } from '../lock-backend.interface';
 import { LockBackendError } from '../../errors';
 import { monotonicNow } from '../../utils/clock';
-import { AcquisitionAbort } from './etcd-acquisition-abort';
+import { AcquisitionAbort, type EtcdOperation } from './etcd-acquisition-abort';
 import { contenderValue } from './etcd-key-layout';
 import { isLeaseNotFound } from './etcd-lease';
 import type { Enqueued, EtcdLockClient } from './etcd-lock-client';
@@ -58,7 +58,7 @@ export class EtcdAcquisition {
     private readonly etcd: EtcdLockClient,
     private readonly sessions: EtcdSessions,
     private readonly request: AcquireRequest,
-    private readonly operation: 'acquire' | 'tryAcquire',
+    private readonly operation: EtcdOperation,
     /** Registers clean-up work with the backend, so close() can wait for it. */
     private readonly track: (work: Promise<unknown>) => void,
     userSignal?: AbortSignal,

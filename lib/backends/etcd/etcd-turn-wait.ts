@@ -1,7 +1,7 @@
 import { LockBackendError } from '../../errors';
 import { delay } from '../../utils/abort';
 import { retryBackoff } from '../../utils/backoff';
-import type { AcquisitionAbort } from './etcd-acquisition-abort';
+import type { AcquisitionAbort, EtcdOperation } from './etcd-acquisition-abort';
 import type { DeletionWatch, WakeReason } from './etcd-deletion-watch';
 import type { EtcdLockClient, Inspection } from './etcd-lock-client';
 import type { QueueRules, WaitTarget } from './etcd-queue-rules';
@@ -38,7 +38,7 @@ export class EtcdTurnWait {
     private readonly etcd: EtcdLockClient,
     private readonly rules: QueueRules,
     private readonly abort: AcquisitionAbort,
-    private readonly operation: 'acquire' | 'tryAcquire',
+    private readonly operation: EtcdOperation,
     /** Registers clean-up work (watch cancellations) with the backend, so close() can wait for it. */
     private readonly track: (work: Promise<unknown>) => void,
   ) {}

@@ -47,7 +47,15 @@ export class EtcdElection implements ElectionBackend {
       ttl: request.ttl,
       mode: 'exclusive',
     } as const;
-    const attempt = new EtcdAcquisition(this.etcd, this.sessions, lock, 'acquire', this.track, signal, request.value);
+    const attempt = new EtcdAcquisition(
+      this.etcd,
+      this.sessions,
+      lock,
+      'election campaign',
+      this.track,
+      signal,
+      request.value,
+    );
     this.campaigns.add(attempt);
     try {
       const grant = await attempt.acquire();

@@ -53,6 +53,8 @@ export class RedisElection implements ElectionBackend {
     /** The lock backend's one shared subscriber connection. */
     private readonly subscriber: () => ChannelSubscriber,
     private readonly recheckInterval: number,
+    /** What the lock backend knows of the connection when it is not up (RedisCommands.connectionHint). */
+    private readonly connectionHint: () => string = () => '',
   ) {}
 
   async campaign(request: CampaignRequest, signal: AbortSignal): Promise<ElectionGrant> {
@@ -226,7 +228,7 @@ export class RedisElection implements ElectionBackend {
         'redis',
         this.address,
         `election ${operation}`,
-        error instanceof Error ? error.message : String(error),
+        `${error instanceof Error ? error.message : String(error)}${this.connectionHint()}`,
         { cause: error },
       );
     }
