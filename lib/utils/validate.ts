@@ -81,7 +81,7 @@ export function resolveLockOptions(
   checkTtl(ttl);
   if (typeof waitTimeout !== 'number' || Number.isNaN(waitTimeout) || waitTimeout < 0) {
     throw new TypeError(
-      `Invalid waitTimeout ${String(waitTimeout)}: use a number of milliseconds >= 0 (0 fails at once when the key is busy, Infinity waits forever).`,
+      `Invalid waitTimeout ${shown(waitTimeout)}: use a number of milliseconds >= 0 (0 fails at once when the key is busy, Infinity waits forever).`,
     );
   }
   // The default renew interval follows the ttl actually used, not the ttl the default interval was set for.
@@ -95,7 +95,7 @@ export function resolveLockOptions(
   const permits = options?.permits ?? defaults?.permits;
   if (permits !== undefined) {
     if (!Number.isInteger(permits) || permits < 1 || permits > MAX_PERMITS) {
-      throw new TypeError(`Invalid permits ${String(permits)}: use a whole number from 1 to ${MAX_PERMITS}.`);
+      throw new TypeError(`Invalid permits ${shown(permits)}: use a whole number from 1 to ${MAX_PERMITS}.`);
     }
     if (mode !== 'exclusive') {
       throw new TypeError(
@@ -106,13 +106,13 @@ export function resolveLockOptions(
   const maxHold = options?.maxHold ?? defaults?.maxHold ?? Infinity;
   if (typeof maxHold !== 'number' || Number.isNaN(maxHold) || maxHold <= 0) {
     throw new TypeError(
-      `Invalid maxHold ${String(maxHold)}: use a number of milliseconds > 0 (Infinity, the default, means no limit).`,
+      `Invalid maxHold ${shown(maxHold)}: use a number of milliseconds > 0 (Infinity, the default, means no limit).`,
     );
   }
   const lockDelay = options?.lockDelay ?? defaults?.lockDelay ?? 0;
   if (!Number.isSafeInteger(lockDelay) || lockDelay < 0 || lockDelay > MAX_LOCK_DELAY) {
     throw new TypeError(
-      `Invalid lockDelay ${String(lockDelay)}: use a whole number of milliseconds from 0 (off, the default) to ${MAX_LOCK_DELAY}, e.g. 15000.`,
+      `Invalid lockDelay ${shown(lockDelay)}: use a whole number of milliseconds from 0 (off, the default) to ${MAX_LOCK_DELAY}, e.g. 15000.`,
     );
   }
   const family = options?.family ?? defaultFamily(key);
@@ -136,7 +136,7 @@ function defaultFamily(key: string): string {
 export function checkTtl(ttl: unknown): asserts ttl is number {
   if (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl <= 0 || ttl > MAX_TTL) {
     throw new TypeError(
-      `Invalid ttl ${String(ttl)}: use a finite number of milliseconds > 0 and <= ${MAX_TTL}, e.g. 30000. ` +
+      `Invalid ttl ${shown(ttl)}: use a finite number of milliseconds > 0 and <= ${MAX_TTL}, e.g. 30000. ` +
         `Every lock needs an expiry so that a crashed holder frees it.`,
     );
   }
@@ -150,7 +150,7 @@ function checkRenewInterval(renewInterval: unknown, ttl: number): asserts renewI
     renewInterval >= ttl
   ) {
     throw new TypeError(
-      `Invalid renewInterval ${String(renewInterval)}: use a number of milliseconds > 0 and below ttl (${ttl}); ttl/3 is the default.`,
+      `Invalid renewInterval ${shown(renewInterval)}: use a number of milliseconds > 0 and below ttl (${ttl}); ttl/3 is the default.`,
     );
   }
 }
@@ -165,4 +165,12 @@ function checkKnownOptions(options: object | undefined, what: string): void {
       throw new TypeError(`Unknown option "${name}" in ${what}. Known options: ${[...KNOWN_LOCK_OPTIONS].join(', ')}.`);
     }
   }
+}
+
+/** A number as it is; anything else typed, and a string quoted: "100" from a config file is not read as 100. */
+function shown(value: unknown): string {
+  if (typeof value === 'number') return String(value);
+  if (typeof value === 'string') return `${JSON.stringify(value)} (string)`;
+  if (typeof value === 'bigint' || typeof value === 'boolean') return `${String(value)} (${typeof value})`;
+  return value === null ? 'null' : `(${typeof value})`;
 }

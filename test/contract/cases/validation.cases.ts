@@ -18,6 +18,9 @@ const BAD_OPTIONS: [string, LockOptions, string[]][] = [
   ['ttl -1', { ttl: -1 }, ['ttl', '-1']],
   ['ttl NaN', { ttl: NaN }, ['ttl', 'NaN']],
   ['ttl Infinity', { ttl: Infinity }, ['ttl', 'Infinity']],
+  // From configuration, as text: quoted and typed, so the message does not read as if 100 were refused.
+  ['ttl "100" (a string)', { ttl: '100' } as unknown as LockOptions, ['ttl "100" (string)']],
+  ['waitTimeout "5000" (a string)', { waitTimeout: '5000' } as unknown as LockOptions, ['waitTimeout "5000" (string)']],
   ['waitTimeout -1', { waitTimeout: -1 }, ['waitTimeout', '-1']],
   ['waitTimeout NaN', { waitTimeout: NaN }, ['waitTimeout', 'NaN']],
   ['renewInterval >= ttl', { ttl: 1_000, renewInterval: 1_000 }, ['renewInterval', '1000']],
