@@ -5,6 +5,7 @@ import { LeaderElection } from '../../lib/leader-election/leader-election.servic
 import type { LeaderInfo } from '../../lib/leader-election/election-backend.interface';
 import type { Leadership, LeadershipEvent } from '../../lib/leader-election/leadership';
 import { LockService } from '../../lib/lock.service';
+import { freeTestPort } from '../support/free-port';
 import { since } from '../support/time';
 
 /** One app instance: a LockService and a LeaderElection on its own backend connection. */
@@ -85,13 +86,11 @@ const DEAD_MARGIN = 4_000;
  * With nothing listening on the backend's port, `leader()` rejects with a LockBackendError that names the
  * backend, its address, the call and why nothing answered, within the elections' operationTimeout.
  */
-export function unreachableElectionCases(
-  label: string,
-  deadBackend: () => Promise<{ backend: LockBackend; port: number }>,
-): void {
+export function unreachableElectionCases(label: string, backendAt: (port: number) => LockBackend): void {
   describe(`leader election with nothing listening (${label})`, () => {
     it('leader() rejects with a LockBackendError naming the backend, address and connection, in bounded time', async () => {
-      const dead = await deadBackend();
+      const port = await freeTestPort();
+      const dead = { port, backend: backendAt(port) };
       const locks = new LockService(dead.backend);
       const elections = new LeaderElection(locks, { operationTimeout: DEAD_OPERATION_TIMEOUT });
       try {

@@ -6,7 +6,6 @@ import type { LeadershipEvent } from '../../lib/leader-election/leadership';
 import { sharedEtcdEndpoint } from '../support/shared-servers';
 import { startEtcd, type TestEtcdServer } from '../support/etcd-server';
 import { killAllLineProcesses, LineProcess } from '../support/line-process';
-import { freeTestPort } from '../support/free-port';
 import {
   electionContract,
   instanceOn,
@@ -23,10 +22,7 @@ function etcdInstance(endpoint: string, ttl = TTL) {
   return instanceOn(new EtcdLockBackend({ client }), ttl, () => client.close());
 }
 
-unreachableElectionCases('etcd', async () => {
-  const port = await freeTestPort();
-  return { port, backend: new EtcdLockBackend({ hosts: `http://127.0.0.1:${port}` }) };
-});
+unreachableElectionCases('etcd', (port) => new EtcdLockBackend({ hosts: `http://127.0.0.1:${port}` }));
 
 electionContract('etcd', async () => ({
   ttl: TTL,

@@ -13,7 +13,6 @@ import {
 } from '../support/zookeeper-server';
 import { killAllLineProcesses, LineProcess } from '../support/line-process';
 import { AdminClient } from '../zookeeper/zookeeper-spec-helpers';
-import { freeTestPort } from '../support/free-port';
 import {
   electionContract,
   instanceOn,
@@ -39,10 +38,7 @@ function zookeeperInstance(sessionTimeout = 4_000) {
   return instanceOn(new ZooKeeperLockBackend({ connectionString: server.connectionString, sessionTimeout }), TTL);
 }
 
-unreachableElectionCases('zookeeper', async () => {
-  const port = await freeTestPort();
-  return { port, backend: new ZooKeeperLockBackend({ connectionString: `127.0.0.1:${port}` }) };
-});
+unreachableElectionCases('zookeeper', (port) => new ZooKeeperLockBackend({ connectionString: `127.0.0.1:${port}` }));
 
 electionContract('zookeeper', async () => ({
   ttl: TTL,
