@@ -1,5 +1,6 @@
 import { Injectable, Optional } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
+import { backendErrorOf } from '../errors/lock-backend.error';
 import { LockService } from '../lock.service';
 import { describeError } from '../observability/redact';
 import { monotonicNow } from '../utils/clock';
@@ -61,10 +62,8 @@ export class LockHealthIndicator {
     const started = monotonicNow();
     const latencyMs = () => Math.round((monotonicNow() - started) * 10) / 10;
     try {
-      await withDeadline(
-        this.locks.isLocked(HEALTH_PROBE_KEY),
-        timeout,
-        () => new Error(`no reply within ${timeout} ms`),
+      await withDeadline(this.locks.isLocked(HEALTH_PROBE_KEY), timeout, () =>
+        backendErrorOf(this.locks.backend, 'health check', `no reply within ${timeout} ms`),
       );
     } catch (error) {
       return this.results.down(key, { ...base, latencyMs: latencyMs(), message: describeError(error) });

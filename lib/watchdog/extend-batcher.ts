@@ -1,5 +1,6 @@
 import type { HeldLock, LockBackend } from '../backends/lock-backend.interface';
 import { LockBackendError } from '../errors';
+import { backendErrorOf } from '../errors/lock-backend.error';
 import { MAX_TIMER_DELAY, monotonicNow } from '../utils/clock';
 
 /** One extend waiting for its batch; it is also the `{ lock, ttl }` item handed to `extendMany`. */
@@ -110,9 +111,8 @@ export class ExtendBatcher {
 
   /** `allowed`: the ms from the call to the end of the validity it waited for. */
   private timedOut(allowed: number): LockBackendError {
-    return new LockBackendError(
-      this.backend.kind,
-      this.backend.address,
+    return backendErrorOf(
+      this.backend,
       'extend',
       `no reply within the ${Math.max(0, Math.round(allowed))} ms of validity left`,
     );

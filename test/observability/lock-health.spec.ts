@@ -33,9 +33,12 @@ class HealthController {
 })
 class HealthModule {}
 
-async function healthApp(backend: LockBackend): Promise<INestApplication> {
+async function healthApp(backend: LockBackend, operationTimeout?: number): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({
-    imports: [DistributedLockModule.forRoot({ backend, isGlobal: true, keyPrefix: 'health' }), HealthModule],
+    imports: [
+      DistributedLockModule.forRoot({ backend, isGlobal: true, keyPrefix: 'health', operationTimeout }),
+      HealthModule,
+    ],
   }).compile();
   const app = moduleRef.createNestApplication({ logger: false });
   await app.init();
@@ -92,6 +95,22 @@ describe('LockHealthIndicator', () => {
       app = undefined;
       await server.close();
     }
+  });
+
+  it('is down, within its deadline, naming the call and the connection when nothing listens and the client keeps retrying', async () => {
+    const port = await freeTestPort();
+    // ioredis keeps a command queued while it reconnects, even past disconnect(): the isLocked() under the
+    // probe ends at the service's own deadline, kept short so that it ends with the test.
+    app = await healthApp(new RedisLockBackend({ url: `redis://127.0.0.1:${port}` }), 1_000);
+    const started = Date.now();
+    const response = await request(app.getHttpServer()).get('/health').expect(503);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(response.body.error.lock.message).toMatch(
+      new RegExp(
+        `^LockBackendError: redis backend at 127\\.0\\.0\\.1:${port} failed during health check: no reply within 500 ms ` +
+          `\\(connection (connecting|reconnecting); last connection error: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\\)`,
+      ),
+    );
   });
 
   it("is down with the driver's reason when the client fails fast", async () => {
