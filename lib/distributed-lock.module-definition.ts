@@ -5,6 +5,7 @@ import type { LockBackend } from './backends/lock-backend.interface';
 import type { LockServiceOptions } from './lock-options';
 import type { LockObservabilityOptions } from './observability/lock-observability.options';
 import type { LeaderElectionOptions } from './leader-election/leader-election.options';
+import { checkOptionNames, KNOWN_SERVICE_OPTIONS } from './utils/validate';
 
 /** Options of `DistributedLockModule.forRoot()` / what `forRootAsync()` factories return. */
 export interface DistributedLockModuleOptions extends LockServiceOptions, LockObservabilityOptions {
@@ -38,7 +39,8 @@ export const {
 } = new ConfigurableModuleBuilder<DistributedLockModuleOptions>({ moduleName: 'DistributedLock' })
   .setClassMethodName('forRoot')
   .setFactoryMethodName('createDistributedLockOptions')
-  .setExtras<DistributedLockModuleExtras>({ isGlobal: false }, (definition, extras) => ({
+  // Every extra is named here, so that Nest keeps them all out of the options it provides (see checkModuleOptions).
+  .setExtras<DistributedLockModuleExtras>({ isGlobal: false, lockInterceptor: undefined }, (definition, extras) => ({
     ...definition,
     global: extras.isGlobal,
     // Provided here rather than in @Module so that a subclass can take its place. Nest also makes a LockInterceptor
@@ -60,3 +62,29 @@ export const {
 export type DistributedLockModuleRootOptions = typeof OPTIONS_TYPE;
 /** What `DistributedLockModule.forRootAsync()` takes: `useFactory` / `useClass` / `useExisting`, `imports`, `inject`. */
 export type DistributedLockModuleAsyncOptions = typeof ASYNC_OPTIONS_TYPE;
+
+const MODULE_OPTIONS: ReadonlySet<string> = new Set([
+  ...KNOWN_SERVICE_OPTIONS,
+  'backend',
+  'elections',
+  'telemetry',
+  'logging',
+]);
+const EXTRAS: ReadonlySet<string> = new Set(['isGlobal', 'lockInterceptor']);
+
+/**
+ * At startup: refuses an option name the module does not know, and names the fix for `isGlobal` or
+ * `lockInterceptor` returned by a forRootAsync factory, where they would be ignored (they shape the module before
+ * any factory runs). forRoot's own extras never get here: Nest keeps them out of the options it provides.
+ */
+export function checkModuleOptions(options: DistributedLockModuleOptions): void {
+  for (const name of Object.keys(options ?? {})) {
+    if (EXTRAS.has(name)) {
+      throw new TypeError(
+        `DistributedLockModule: "${name}" came from the forRootAsync factory, where it has no effect. ` +
+          `Pass it beside the factory: forRootAsync({ ${name}: …, useFactory, inject }).`,
+      );
+    }
+  }
+  checkOptionNames(options, MODULE_OPTIONS, 'DistributedLockModule options', "{ backend, keyPrefix: 'locks' }");
+}

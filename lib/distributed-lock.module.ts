@@ -3,8 +3,10 @@ import { DiscoveryModule } from '@nestjs/core';
 import { LockBackend } from './backends/lock-backend.interface';
 import { MemoryLockBackend } from './backends/memory/memory-lock.backend';
 import {
+  checkModuleOptions,
   ConfigurableModuleClass,
   DISTRIBUTED_LOCK_MODULE_OPTIONS,
+  type DistributedLockModuleAsyncOptions,
   DistributedLockModuleOptions,
   type DistributedLockModuleRootOptions,
 } from './distributed-lock.module-definition';
@@ -29,7 +31,10 @@ import { ScheduledLockExplorer } from './schedule/scheduled-lock.explorer';
   providers: [
     {
       provide: LockBackend,
-      useFactory: (options: DistributedLockModuleOptions) => options.backend ?? new MemoryLockBackend(),
+      useFactory: (options: DistributedLockModuleOptions) => {
+        checkModuleOptions(options);
+        return options.backend ?? new MemoryLockBackend();
+      },
       inject: [DISTRIBUTED_LOCK_MODULE_OPTIONS],
     },
     {
@@ -66,6 +71,17 @@ export class DistributedLockModule extends ConfigurableModuleClass {
   /** `forRoot(new RedisLockBackend({ client }))`, or `forRoot({ backend, keyPrefix, defaults, isGlobal })`. */
   static override forRoot(backendOrOptions: LockBackend | DistributedLockModuleRootOptions = {}): DynamicModule {
     return super.forRoot(isLockBackend(backendOrOptions) ? { backend: backendOrOptions } : backendOrOptions);
+  }
+
+  /** Options from a factory: `useFactory` (with `inject` and `imports`), `useClass` or `useExisting`. */
+  static override forRootAsync(options: DistributedLockModuleAsyncOptions): DynamicModule {
+    if (!options?.useFactory && !options?.useClass && !options?.useExisting) {
+      throw new TypeError(
+        'DistributedLockModule.forRootAsync() needs useFactory (with inject), useClass or useExisting, e.g. ' +
+          "forRootAsync({ imports: [ConfigModule], inject: [ConfigService], useFactory: (config) => ({ keyPrefix: config.get('LOCK_PREFIX') }) }).",
+      );
+    }
+    return super.forRootAsync(options);
   }
 }
 

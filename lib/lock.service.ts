@@ -22,7 +22,13 @@ import {
 } from './lock-options';
 import { monotonicNow } from './utils/clock';
 import { jsonSafe } from './utils/json';
-import { resolveLockOptions, validateKeyPrefix, validateLockKey } from './utils/validate';
+import {
+  checkOptionNames,
+  KNOWN_SERVICE_OPTIONS,
+  resolveLockOptions,
+  validateKeyPrefix,
+  validateLockKey,
+} from './utils/validate';
 
 /** What `LockService.inspect(key)` returns. */
 export interface LockInspection extends BackendInspection {
@@ -62,6 +68,7 @@ export class LockService {
         'LockService needs a backend: pass new MemoryLockBackend(), new RedisLockBackend({ client }) or new EtcdLockBackend({ client }).',
       );
     }
+    checkOptionNames(options, KNOWN_SERVICE_OPTIONS, 'LockService options', "{ keyPrefix: 'locks' }");
     this.keyPrefix = validateKeyPrefix(options.keyPrefix ?? DEFAULT_KEY_PREFIX);
     // Validate the defaults now, so a bad configuration fails at startup rather than on the first request.
     resolveLockOptions(undefined, options.defaults);

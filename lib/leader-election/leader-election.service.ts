@@ -6,7 +6,7 @@ import { LockService } from '../lock.service';
 import { DEFAULT_OPERATION_TIMEOUT } from '../lock-options';
 import { ClosableWaits } from '../backends/shared/closable-waits';
 import { newOwnerToken } from '../utils/owner-token';
-import { checkTtl, validateKeyPrefix, validateLockKey } from '../utils/validate';
+import { checkOptionNames, checkTtl, validateKeyPrefix, validateLockKey } from '../utils/validate';
 import { withDeadline } from '../utils/deadline';
 import { ElectionBackend, ElectionGrant, LeaderInfo, supportsElections } from './election-backend.interface';
 import {
@@ -16,6 +16,8 @@ import {
   LeaderElectionOptions,
 } from './leader-election.options';
 import { Leadership } from './leadership';
+
+const ELECTION_OPTIONS: ReadonlySet<string> = new Set(['keyPrefix', 'ttl', 'operationTimeout']);
 
 /**
  * Leader election on the module's backend. `campaign(name)` resolves once this instance leads, with a
@@ -38,6 +40,7 @@ export class LeaderElection implements BeforeApplicationShutdown {
     private readonly locks: LockService,
     options: LeaderElectionOptions = {},
   ) {
+    checkOptionNames(options, ELECTION_OPTIONS, 'LeaderElection options (forRoot({ elections }))', '{ ttl: 15000 }');
     this.keyPrefix = validateKeyPrefix(options.keyPrefix ?? DEFAULT_ELECTION_PREFIX);
     this.ttl = options.ttl ?? DEFAULT_ELECTION_TTL;
     checkTtl(this.ttl);

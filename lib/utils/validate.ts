@@ -156,13 +156,34 @@ function checkRenewInterval(renewInterval: unknown, ttl: number): asserts renewI
 }
 
 function checkKnownOptions(options: object | undefined, what: string): void {
+  checkOptionNames(options, KNOWN_LOCK_OPTIONS, what, '{ ttl: 30000 }');
+}
+
+/** The options of `new LockService(backend, options)`. */
+export const KNOWN_SERVICE_OPTIONS: ReadonlySet<string> = new Set([
+  'keyPrefix',
+  'defaults',
+  'operationTimeout',
+  'instanceId',
+]);
+
+/**
+ * Refuses an options object with a name it does not know (a typo such as `keyprefix` would otherwise be ignored,
+ * silently); undefined is no options at all.
+ */
+export function checkOptionNames(
+  options: object | undefined,
+  known: ReadonlySet<string>,
+  what: string,
+  example: string,
+): void {
   if (options === undefined) return;
   if (options === null || typeof options !== 'object') {
-    throw new TypeError(`Invalid ${what}: expected an object such as { ttl: 30000 }, got ${String(options)}.`);
+    throw new TypeError(`Invalid ${what}: expected an object such as ${example}, got ${String(options)}.`);
   }
   for (const name of Object.keys(options)) {
-    if (!KNOWN_LOCK_OPTIONS.has(name)) {
-      throw new TypeError(`Unknown option "${name}" in ${what}. Known options: ${[...KNOWN_LOCK_OPTIONS].join(', ')}.`);
+    if (!known.has(name)) {
+      throw new TypeError(`Unknown option "${name}" in ${what}. Known options: ${[...known].join(', ')}.`);
     }
   }
 }

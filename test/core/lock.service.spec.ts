@@ -9,7 +9,7 @@ import {
   LockTimeoutError,
   MemoryLockBackend,
 } from '../../lib';
-import type { LockBackend } from '../../lib';
+import type { LockBackend, LockServiceOptions } from '../../lib';
 import { RecordingBackend } from '../support/recording-backend';
 import { outcome, since } from '../support/time';
 import { FaultyBackend } from './faulty-backend';
@@ -27,6 +27,10 @@ function lostPromise(signal: AbortSignal): Promise<unknown> {
 describe('LockService: construction', () => {
   it('refuses a missing backend and an operationTimeout that is not a finite positive number, naming the fix', () => {
     expect(() => new LockService(undefined as unknown as LockBackend)).toThrow(/LockService needs a backend/);
+    const typo = { keyprefix: 'billing' } as unknown as LockServiceOptions;
+    expect(() => new LockService(new MemoryLockBackend(), typo)).toThrow(
+      'Unknown option "keyprefix" in LockService options. Known options: keyPrefix, defaults, operationTimeout, instanceId.',
+    );
     for (const operationTimeout of [0, -1, NaN, Infinity]) {
       expect(() => new LockService(new MemoryLockBackend(), { operationTimeout })).toThrow(
         new RegExp(`Invalid operationTimeout ${String(operationTimeout)}`),

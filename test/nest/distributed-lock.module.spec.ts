@@ -10,6 +10,7 @@ import {
   DistributedLockOptionsFactory,
 } from '../../lib/distributed-lock.module-definition';
 import { LockBackendError, LockTimeoutError } from '../../lib/errors';
+import { LockInterceptor } from '../../lib/interceptors/lock.interceptor';
 import { LockService } from '../../lib/lock.service';
 import { sharedRedisUrl } from '../support/shared-servers';
 
@@ -27,6 +28,9 @@ class LockOptionsFromConfig implements DistributedLockOptionsFactory {
 
 @Module({ providers: [LockOptionsFromConfig], exports: [LockOptionsFromConfig] })
 class OptionsModule {}
+
+@Injectable()
+class PatientInterceptor extends LockInterceptor {}
 
 @Injectable()
 class Consumer {
@@ -69,6 +73,42 @@ describe('DistributedLockModule', () => {
 
   it('fails at startup on invalid options', async () => {
     await expect(compile([DistributedLockModule.forRoot({ keyPrefix: '{bad}' })])).rejects.toThrow(/Invalid keyPrefix/);
+  });
+
+  it('fails at startup on an option name it does not know, in forRoot, a factory or elections, listing the known ones', async () => {
+    const typo = { keyprefix: 'billing' } as unknown as DistributedLockModuleOptions;
+    await expect(compile([DistributedLockModule.forRoot(typo)])).rejects.toThrow(
+      /Unknown option "keyprefix" in DistributedLockModule options\. Known options: keyPrefix, /,
+    );
+    await expect(compile([DistributedLockModule.forRootAsync({ useFactory: () => typo })])).rejects.toThrow(
+      /Unknown option "keyprefix"/,
+    );
+    const electionTypo = { elections: { prefix: 'x' } } as unknown as DistributedLockModuleOptions;
+    await expect(compile([DistributedLockModule.forRoot(electionTypo)])).rejects.toThrow(
+      /Unknown option "prefix" in LeaderElection options/,
+    );
+  });
+
+  it('refuses isGlobal or lockInterceptor from a forRootAsync factory, where they would be ignored, naming the fix', async () => {
+    for (const extra of [{ isGlobal: true }, { lockInterceptor: PatientInterceptor }]) {
+      const [name] = Object.keys(extra);
+      const fromFactory = () => ({ keyPrefix: 'billing', ...extra }) as DistributedLockModuleOptions;
+      await expect(compile([DistributedLockModule.forRootAsync({ useFactory: fromFactory })])).rejects.toThrow(
+        `"${name}" came from the forRootAsync factory, where it has no effect. Pass it beside the factory`,
+      );
+    }
+    // Beside the factory, and in forRoot, both are what they should be.
+    const moduleRef = await compile([
+      DistributedLockModule.forRoot({ isGlobal: true, lockInterceptor: PatientInterceptor, keyPrefix: 'billing' }),
+      DistributedLockModule.forRootAsync({ isGlobal: true, useFactory: () => ({ keyPrefix: 'other' }) }),
+    ]);
+    await moduleRef.close();
+  });
+
+  it('refuses forRootAsync without useFactory, useClass or useExisting, with an example', () => {
+    expect(() => DistributedLockModule.forRootAsync({ imports: [ConfigModule] })).toThrow(
+      /forRootAsync\(\) needs useFactory \(with inject\), useClass or useExisting, e\.g\. forRootAsync\(\{ imports/,
+    );
   });
 
   it('forRootAsync with useFactory, imports and inject', async () => {
