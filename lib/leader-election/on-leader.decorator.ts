@@ -1,7 +1,9 @@
 import { SetMetadata } from '@nestjs/common';
 import { ON_LEADER_METADATA } from '../distributed-lock.constants';
-import { checkTtl, validateLockKey } from '../utils/validate';
+import { checkOptionNames, checkTtl, validateLockKey } from '../utils/validate';
 import type { CampaignOptions } from './leader-election.options';
+
+const ON_LEADER_OPTIONS: ReadonlySet<string> = new Set(['value', 'ttl']);
 
 export interface OnLeaderMetadata {
   readonly name: string;
@@ -25,6 +27,7 @@ export interface OnLeaderMetadata {
  * ```
  */
 export function OnLeader(name: string, options: Pick<CampaignOptions, 'value' | 'ttl'> = {}): MethodDecorator {
+  checkOptionNames(options, ON_LEADER_OPTIONS, `@OnLeader('${name}') options`, '{ ttl: 15000 }');
   const metadata: OnLeaderMetadata = { name: validateLockKey(name), options: Object.freeze({ ...options }) };
   if (options.ttl !== undefined) checkTtl(options.ttl);
   return SetMetadata(ON_LEADER_METADATA, metadata);

@@ -24,9 +24,21 @@ export type {
   RedisLockBackendOptions,
   RedisLockBackendTuning,
 } from './redis-options';
+import { checkOptionNames } from '../../utils/validate';
 
 /** How long close() lets late grants of aborted attempts be released before closing connections. */
 const CLEANUP_TIMEOUT_MS = 1_000;
+
+const REDIS_OPTIONS: ReadonlySet<string> = new Set([
+  'client',
+  'url',
+  'redisOptions',
+  'clientPackage',
+  'recheckInterval',
+  'fairness',
+  'waiterTtl',
+  'fenceRetention',
+]);
 
 /**
  * Locks in one Redis server or Cluster: `SET NX PX` with the owner token for exclusive/write locks, ZSETs of
@@ -57,6 +69,7 @@ export class RedisLockBackend implements LockBackend {
   private readonly lifecycle: BackendLifecycle;
 
   constructor(options: RedisLockBackendOptions) {
+    checkOptionNames(options, REDIS_OPTIONS, 'RedisLockBackend options', "{ client } or { url: 'redis://host:6379' }");
     const tuning = redisTuningOf(options);
     this.fairness = tuning.fairness;
     if (options.client) {

@@ -8,11 +8,22 @@ import { acquireRound } from './redlock-round';
 import { count, failuresOf, REDLOCK_KIND, RedlockSet } from './redlock-set';
 import { settledWithin } from '../shared/backend-lifecycle';
 import { RedlockWaiter } from './redlock-waiter';
+import { checkOptionNames } from '../../utils/validate';
 
 export type { RedlockBackendOptions } from './redlock-options';
 
 /** How long close() lets releases of abandoned grants run before closing connections. */
 const CLEANUP_TIMEOUT_MS = 1_000;
+
+const REDLOCK_OPTIONS: ReadonlySet<string> = new Set([
+  'clients',
+  'driftFactor',
+  'requestTimeout',
+  'recheckInterval',
+  'retryJitter',
+  'waiterTtl',
+  'fenceRetention',
+]);
 
 /**
  * The Redlock algorithm over N independent Redis masters: a lock (exclusive, write or read) is granted when a
@@ -34,6 +45,7 @@ export class RedlockBackend implements LockBackend {
   private readonly set: RedlockSet;
 
   constructor(options: RedlockBackendOptions) {
+    checkOptionNames(options, REDLOCK_OPTIONS, 'RedlockBackend options', '{ clients: [redis1, redis2, redis3] }');
     this.set = new RedlockSet(options);
     this.address = this.set.address;
     this.quorum = this.set.quorum;

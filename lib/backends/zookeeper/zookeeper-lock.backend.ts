@@ -17,6 +17,7 @@ import { isContender, lockPath, SEMAPHORE_GATE } from './zookeeper-node-layout';
 import { ZooKeeperSemaphoreAcquisition } from './zookeeper-semaphore-acquisition';
 import { hex } from './zookeeper-client-facts';
 import { ZooKeeperSession } from './zookeeper-session';
+import { checkOptionNames } from '../../utils/validate';
 
 export type { ZooKeeperClient } from './zookeeper-client';
 
@@ -40,6 +41,8 @@ export type ZooKeeperLockBackendOptions =
     };
 
 const DEFAULT_SESSION_TIMEOUT_MS = 30_000;
+
+const ZOOKEEPER_OPTIONS: ReadonlySet<string> = new Set(['client', 'connectionString', 'sessionTimeout', 'spinDelay']);
 
 /** How long close() waits for abandoned waiters' nodes to be deleted while the server is reachable. */
 const CLOSE_GRACE_MS = 3_000;
@@ -74,6 +77,7 @@ export class ZooKeeperLockBackend implements LockBackend {
   private readonly stopSessionEvents: () => void;
 
   constructor(options: ZooKeeperLockBackendOptions) {
+    checkOptionNames(options, ZOOKEEPER_OPTIONS, 'ZooKeeperLockBackend options', "{ connectionString: 'host:2181' }");
     this.session = new ZooKeeperSession(sessionSource(options));
     this.address = this.session.address;
     this.lifecycle = new BackendLifecycle(this.kind, this.address);
