@@ -5,7 +5,7 @@ import type { LockBackend } from './backends/lock-backend.interface';
 import type { LockServiceOptions } from './lock-options';
 import type { LockObservabilityOptions } from './observability/lock-observability.options';
 import type { LeaderElectionOptions } from './leader-election/leader-election.options';
-import { checkOptionNames, KNOWN_SERVICE_OPTIONS } from './utils/validate';
+import { checkOptionNames, optionNames } from './utils/validate';
 
 /** Options of `DistributedLockModule.forRoot()` / what `forRootAsync()` factories return. */
 export interface DistributedLockModuleOptions extends LockServiceOptions, LockObservabilityOptions {
@@ -63,14 +63,17 @@ export type DistributedLockModuleRootOptions = typeof OPTIONS_TYPE;
 /** What `DistributedLockModule.forRootAsync()` takes: `useFactory` / `useClass` / `useExisting`, `imports`, `inject`. */
 export type DistributedLockModuleAsyncOptions = typeof ASYNC_OPTIONS_TYPE;
 
-const MODULE_OPTIONS: ReadonlySet<string> = new Set([
-  ...KNOWN_SERVICE_OPTIONS,
-  'backend',
-  'elections',
-  'telemetry',
-  'logging',
-]);
-const EXTRAS: ReadonlySet<string> = new Set(['isGlobal', 'lockInterceptor']);
+const MODULE_OPTIONS = optionNames<DistributedLockModuleOptions>({
+  keyPrefix: true,
+  defaults: true,
+  operationTimeout: true,
+  instanceId: true,
+  backend: true,
+  elections: true,
+  telemetry: true,
+  logging: true,
+});
+const EXTRAS = optionNames<DistributedLockModuleExtras>({ isGlobal: true, lockInterceptor: true });
 
 /**
  * At startup: refuses an option name the module does not know, and names the fix for `isGlobal` or

@@ -6,7 +6,7 @@ import { LockService } from '../lock.service';
 import { DEFAULT_OPERATION_TIMEOUT } from '../lock-options';
 import { ClosableWaits } from '../backends/shared/closable-waits';
 import { newOwnerToken } from '../utils/owner-token';
-import { checkOptionNames, checkTtl, validateKeyPrefix, validateLockKey } from '../utils/validate';
+import { checkOptionNames, checkTtl, optionNames, validateKeyPrefix, validateLockKey } from '../utils/validate';
 import { withDeadline } from '../utils/deadline';
 import { ElectionBackend, ElectionGrant, LeaderInfo, supportsElections } from './election-backend.interface';
 import {
@@ -17,7 +17,7 @@ import {
 } from './leader-election.options';
 import { Leadership } from './leadership';
 
-const ELECTION_OPTIONS: ReadonlySet<string> = new Set(['keyPrefix', 'ttl', 'operationTimeout']);
+const ELECTION_OPTIONS = optionNames<LeaderElectionOptions>({ keyPrefix: true, ttl: true, operationTimeout: true });
 
 /**
  * Leader election on the module's backend. `campaign(name)` resolves once this instance leads, with a

@@ -1,9 +1,9 @@
 import { SetMetadata } from '@nestjs/common';
 import { ON_LEADER_METADATA } from '../distributed-lock.constants';
-import { checkOptionNames, checkTtl, validateLockKey } from '../utils/validate';
+import { checkOptionNames, checkTtl, optionNames, validateLockKey } from '../utils/validate';
 import type { CampaignOptions } from './leader-election.options';
 
-const ON_LEADER_OPTIONS: ReadonlySet<string> = new Set(['value', 'ttl']);
+const ON_LEADER_OPTIONS = optionNames<Pick<CampaignOptions, 'value' | 'ttl'>>({ value: true, ttl: true });
 
 export interface OnLeaderMetadata {
   readonly name: string;

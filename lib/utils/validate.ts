@@ -3,6 +3,7 @@ import {
   DEFAULT_TTL,
   DEFAULT_WAIT_TIMEOUT,
   LockOptions,
+  LockServiceOptions,
   MAX_LOCK_DELAY,
   MAX_TTL,
   ResolvedLockOptions,
@@ -13,17 +14,17 @@ export const MAX_KEY_BYTES = 1024;
 const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
 // eslint-disable-next-line no-control-regex -- the range starts at NUL on purpose: any ASCII character
 const ASCII = /^[\x00-\x7f]+$/;
-const KNOWN_LOCK_OPTIONS: ReadonlySet<string> = new Set([
-  'mode',
-  'permits',
-  'ttl',
-  'waitTimeout',
-  'renewInterval',
-  'maxHold',
-  'lockDelay',
-  'family',
-  'signal',
-]);
+const KNOWN_LOCK_OPTIONS = optionNames<LockOptions>({
+  mode: true,
+  permits: true,
+  ttl: true,
+  waitTimeout: true,
+  renewInterval: true,
+  maxHold: true,
+  lockDelay: true,
+  family: true,
+  signal: true,
+});
 const LOCK_MODES: ReadonlySet<string> = new Set(['exclusive', 'read', 'write']);
 /** Semaphores keep one entry per holder on the server; this bounds what one key can cost. */
 export const MAX_PERMITS = 10_000;
@@ -160,12 +161,23 @@ function checkKnownOptions(options: object | undefined, what: string): void {
 }
 
 /** The options of `new LockService(backend, options)`. */
-export const KNOWN_SERVICE_OPTIONS: ReadonlySet<string> = new Set([
-  'keyPrefix',
-  'defaults',
-  'operationTimeout',
-  'instanceId',
-]);
+export const KNOWN_SERVICE_OPTIONS = optionNames<LockServiceOptions>({
+  keyPrefix: true,
+  defaults: true,
+  operationTimeout: true,
+  instanceId: true,
+});
+
+/** Every key of every member of a union: the names one constructor takes in any of its forms. */
+type OptionName<T> = T extends unknown ? keyof T & string : never;
+
+/**
+ * The names an options type declares, as a set to check input against (checkOptionNames). Given as a record with
+ * one entry per name, so that the compiler refuses a list that misses one or adds one: it cannot drift from the type.
+ */
+export function optionNames<T>(names: Record<OptionName<T>, true>): ReadonlySet<string> {
+  return new Set(Object.keys(names));
+}
 
 /**
  * Refuses an options object with a name it does not know (a typo such as `keyprefix` would otherwise be ignored,

@@ -15,6 +15,7 @@ import { storedToken, withStoredToken } from './stored-token';
 import { inspectRedis } from './redis-inspect';
 import { validityEnd } from './validity';
 import { RedisWaiter } from './redis-waiter';
+import { checkOptionNames, optionNames } from '../../utils/validate';
 
 export type { IoRedisLockClient, NodeRedisLockClient, RedisConnectionOptions, RedisLockClient } from './redis-client';
 export type { RedisClientPackage } from './port/owned-client';
@@ -24,21 +25,20 @@ export type {
   RedisLockBackendOptions,
   RedisLockBackendTuning,
 } from './redis-options';
-import { checkOptionNames } from '../../utils/validate';
 
 /** How long close() lets late grants of aborted attempts be released before closing connections. */
 const CLEANUP_TIMEOUT_MS = 1_000;
 
-const REDIS_OPTIONS: ReadonlySet<string> = new Set([
-  'client',
-  'url',
-  'redisOptions',
-  'clientPackage',
-  'recheckInterval',
-  'fairness',
-  'waiterTtl',
-  'fenceRetention',
-]);
+const REDIS_OPTIONS = optionNames<RedisLockBackendOptions>({
+  client: true,
+  url: true,
+  redisOptions: true,
+  clientPackage: true,
+  recheckInterval: true,
+  fairness: true,
+  waiterTtl: true,
+  fenceRetention: true,
+});
 
 /**
  * Locks in one Redis server or Cluster: `SET NX PX` with the owner token for exclusive/write locks, ZSETs of

@@ -8,22 +8,22 @@ import { acquireRound } from './redlock-round';
 import { count, failuresOf, REDLOCK_KIND, RedlockSet } from './redlock-set';
 import { settledWithin } from '../shared/backend-lifecycle';
 import { RedlockWaiter } from './redlock-waiter';
-import { checkOptionNames } from '../../utils/validate';
+import { checkOptionNames, optionNames } from '../../utils/validate';
 
 export type { RedlockBackendOptions } from './redlock-options';
 
 /** How long close() lets releases of abandoned grants run before closing connections. */
 const CLEANUP_TIMEOUT_MS = 1_000;
 
-const REDLOCK_OPTIONS: ReadonlySet<string> = new Set([
-  'clients',
-  'driftFactor',
-  'requestTimeout',
-  'recheckInterval',
-  'retryJitter',
-  'waiterTtl',
-  'fenceRetention',
-]);
+const REDLOCK_OPTIONS = optionNames<RedlockBackendOptions>({
+  clients: true,
+  driftFactor: true,
+  requestTimeout: true,
+  recheckInterval: true,
+  retryJitter: true,
+  waiterTtl: true,
+  fenceRetention: true,
+});
 
 /**
  * The Redlock algorithm over N independent Redis masters: a lock (exclusive, write or read) is granted when a

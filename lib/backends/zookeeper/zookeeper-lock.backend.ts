@@ -17,7 +17,7 @@ import { isContender, lockPath, SEMAPHORE_GATE } from './zookeeper-node-layout';
 import { ZooKeeperSemaphoreAcquisition } from './zookeeper-semaphore-acquisition';
 import { hex } from './zookeeper-client-facts';
 import { ZooKeeperSession } from './zookeeper-session';
-import { checkOptionNames } from '../../utils/validate';
+import { checkOptionNames, optionNames } from '../../utils/validate';
 
 export type { ZooKeeperClient } from './zookeeper-client';
 
@@ -42,7 +42,12 @@ export type ZooKeeperLockBackendOptions =
 
 const DEFAULT_SESSION_TIMEOUT_MS = 30_000;
 
-const ZOOKEEPER_OPTIONS: ReadonlySet<string> = new Set(['client', 'connectionString', 'sessionTimeout', 'spinDelay']);
+const ZOOKEEPER_OPTIONS = optionNames<ZooKeeperLockBackendOptions>({
+  client: true,
+  connectionString: true,
+  sessionTimeout: true,
+  spinDelay: true,
+});
 
 /** How long close() waits for abandoned waiters' nodes to be deleted while the server is reachable. */
 const CLOSE_GRACE_MS = 3_000;
