@@ -9,6 +9,7 @@ import {
 } from '@nestjs/common';
 import { HeldLocksTracker } from './held-locks.tracker';
 import { LockAdminController } from './lock-admin.controller';
+import { checkOptionNames, optionNames } from '../utils/validate';
 
 export interface LockAdminModuleOptions {
   /** Route prefix. Default 'locks': `GET /locks` and `GET /locks/:key`. */
@@ -20,6 +21,8 @@ export interface LockAdminModuleOptions {
   /** Mount without guards, e.g. on an internal port that only operators reach. Default false. */
   unguarded?: boolean;
 }
+
+const ADMIN_OPTIONS = optionNames<LockAdminModuleOptions>({ path: true, guards: true, imports: true, unguarded: true });
 
 /**
  * Opt-in HTTP inspector for locks:
@@ -33,6 +36,12 @@ export interface LockAdminModuleOptions {
 @Module({})
 export class DistributedLockAdminModule {
   static register(options: LockAdminModuleOptions = {}): DynamicModule {
+    checkOptionNames(
+      options,
+      ADMIN_OPTIONS,
+      'DistributedLockAdminModule.register() options',
+      '{ guards: [AdminGuard] }',
+    );
     const guards = options.guards ?? [];
     if (guards.length === 0 && !options.unguarded) {
       throw new TypeError(

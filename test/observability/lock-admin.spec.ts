@@ -152,6 +152,10 @@ describe('LockAdminController', () => {
 
   it('will not mount without a guard unless told so', async () => {
     expect(() => DistributedLockAdminModule.register()).toThrow(/needs guards/);
+    // A misspelt path would mount the inspector where nobody looks for it.
+    expect(() => DistributedLockAdminModule.register({ unguarded: true, pth: 'admin/locks' } as never)).toThrow(
+      'Unknown option "pth" in DistributedLockAdminModule.register() options. Known options: path, guards, imports, unguarded.',
+    );
     app = await adminApp({ unguarded: true });
     await request(app.getHttpServer()).get('/locks').expect(200);
   });
