@@ -97,7 +97,7 @@ export class RedisLockBackend implements LockBackend {
       this.address,
       () => this.sharedSubscriber(),
       this.commands.tuning.recheckInterval,
-      () => this.commands.connectionHint(),
+      () => this.commands.connectionState(),
     );
   }
 

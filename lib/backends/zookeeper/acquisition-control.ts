@@ -1,4 +1,5 @@
 import { LockBackendError } from '../../errors';
+import { backendErrorOf } from '../../errors/lock-backend.error';
 import { delay, raceAbort } from '../../utils/abort';
 import { retryBackoff } from '../../utils/backoff';
 import { toZooKeeperBackendError } from './zookeeper-errors';
@@ -46,13 +47,15 @@ export class AcquisitionControl {
     return raceAbort(work, this.signal, () => {
       if (this.cancelledWith) return this.cancelledWith.error;
       if (this.queued && this.session.isConnected) return this.signal.reason;
-      const connection = this.session.describeConnection();
-      return new LockBackendError(
-        'zookeeper',
-        this.session.address,
+      return backendErrorOf(
+        {
+          kind: 'zookeeper',
+          address: this.session.address,
+          describeConnection: () => this.session.describeConnection(),
+        },
         this.operation,
-        `the wait ended while a request to ZooKeeper was still outstanding${connection ? ` (${connection})` : ''}`,
-        { cause: this.signal.reason },
+        'the wait ended while a request to ZooKeeper was still outstanding',
+        this.signal.reason,
       );
     });
   }

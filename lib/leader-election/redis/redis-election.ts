@@ -1,4 +1,5 @@
-import { LockBackendError, LockError } from '../../errors';
+import { LockError } from '../../errors';
+import { backendErrorOf } from '../../errors/lock-backend.error';
 import { delay, raceAbort } from '../../utils/abort';
 import type { ChannelSubscriber, ChannelSubscription } from '../../backends/redis/channel-subscriber';
 import type { RedisPort } from '../../backends/redis/port/redis-port';
@@ -53,8 +54,8 @@ export class RedisElection implements ElectionBackend {
     /** The lock backend's one shared subscriber connection. */
     private readonly subscriber: () => ChannelSubscriber,
     private readonly recheckInterval: number,
-    /** What the lock backend knows of the connection when it is not up (RedisCommands.connectionHint). */
-    private readonly connectionHint: () => string = () => '',
+    /** What the lock backend knows of the connection when it is not up (LockBackend.describeConnection). */
+    private readonly describeConnection: () => string | undefined = () => undefined,
   ) {}
 
   async campaign(request: CampaignRequest, signal: AbortSignal): Promise<ElectionGrant> {
@@ -224,12 +225,11 @@ export class RedisElection implements ElectionBackend {
       return await work;
     } catch (error) {
       if (error instanceof LockError) throw error;
-      throw new LockBackendError(
-        'redis',
-        this.address,
+      throw backendErrorOf(
+        { kind: 'redis', address: this.address, describeConnection: this.describeConnection },
         `election ${operation}`,
-        `${error instanceof Error ? error.message : String(error)}${this.connectionHint()}`,
-        { cause: error },
+        error instanceof Error ? error.message : String(error),
+        error,
       );
     }
   }
