@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import type { Observable } from 'rxjs';
 import { BackendCalls, WaitHook } from './backend-calls';
 import type { AcquireRequest, BackendInspection, LockBackend } from './backends/lock-backend.interface';
-import { currentLockScope, runInLockScope } from './context/lock-context';
+import { runInLockScope } from './context/lock-context';
 import { currentInScope, inheritedInScope } from './context/scope-lookup';
 import { LockNotSupportedError } from './errors';
 import type { LockEvent } from './lock-event';
@@ -147,19 +147,21 @@ export class LockService {
     const inherited = this.inheritedLock(normalized, resolved);
     if (inherited) return fn(inherited);
     const lock = await this.acquire(normalized, options);
-    return runInLockScope(async () => {
-      currentLockScope()!.hold(lock);
+    return runInLockScope(async (scope) => {
+      scope.hold(lock);
       let result: T;
       try {
         result = await fn(lock);
       } catch (error) {
         await lock.release().catch(() => undefined);
+        scope.end();
         throw error;
       }
       // A handle's signal aborts only with its LockLostError.
       const lost = lock.signal.aborted ? (lock.signal.reason as Error) : undefined;
       // The work succeeded; a failed release only means the lock expires after its ttl instead of now.
       await lock.release().catch(() => undefined);
+      scope.end();
       if (lost) throw lost;
       return result;
     });

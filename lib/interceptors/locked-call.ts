@@ -1,6 +1,6 @@
 import { Observable, Subscription } from 'rxjs';
 import { raceAbort } from '../utils/abort';
-import { currentLockScope, RequestIdSource, runInLockScope } from '../context/lock-context';
+import { currentLockScope, LockScope, RequestIdSource, runInLockScope } from '../context/lock-context';
 import type { LockOptions } from '../lock-options';
 import type { LockService } from '../lock.service';
 import type { WaitHook } from '../backend-calls';
@@ -34,12 +34,15 @@ export function lockedObservable<T>(
 ): Observable<T> {
   return new Observable<T>((subscriber) => {
     let locks: LockSet | undefined;
+    let scope: LockScope | undefined;
     let inner: Subscription | undefined;
     let stopWatching: (() => void) | undefined;
     let acquiring = true;
     let left = false;
     let done = false;
+    // Both end the call, after its locks were released: its scope forgets them then (see LockScope.end).
     const fail = (error: unknown) => {
+      scope?.end();
       let mapped: unknown;
       try {
         mapped = mapError ? mapError(error) : error;
@@ -47,6 +50,10 @@ export function lockedObservable<T>(
         mapped = mappingError;
       }
       subscriber.error(mapped);
+    };
+    const complete = () => {
+      scope?.end();
+      subscriber.complete();
     };
     /** Releases, then forwards how the work ended: whoever sees the result can take the lock. */
     const finish = (held: LockSet, forward: () => void) => {
@@ -93,12 +100,13 @@ export function lockedObservable<T>(
       inner = source.subscribe({
         next: (value) => subscriber.next(value),
         error: (error: unknown) => finish(acquired, () => fail(error)),
-        complete: () => finish(acquired, () => subscriber.complete()),
+        complete: () => finish(acquired, complete),
       });
     };
     // One lock scope for the acquisition and the work (one AsyncLocalStorage run per call).
     runInLockScope(
-      () => {
+      (own) => {
+        scope = own;
         let acquisition: Promise<LockSet>;
         try {
           acquisition = LockSet.acquire(service, resolveKeys(), options, onWait);
@@ -120,7 +128,7 @@ export function lockedObservable<T>(
       if (acquiring) abortWait?.(leftWhileWaiting());
       stopWatching?.();
       inner?.unsubscribe();
-      void locks?.release();
+      void locks?.release(() => scope?.end());
     };
   });
 }
@@ -139,7 +147,7 @@ export function lockedPromise<T>(
   options: LockOptions,
   work: () => T | PromiseLike<T>,
 ): Promise<T> {
-  return runInLockScope(async () => {
+  return runInLockScope(async (scope) => {
     const locks = await LockSet.acquire(service, keys, options);
     try {
       enterHandlerScope(locks);
@@ -149,6 +157,7 @@ export function lockedPromise<T>(
       return await raceAbort(Promise.resolve(work()), lost, () => lost.reason);
     } finally {
       await locks.release();
+      scope.end();
     }
   });
 }
