@@ -2,16 +2,21 @@
  * LockInterceptor.intercept alone, outside Nest and HTTP, on the memory backend (or Redis): CPU µs per call against
  * a pass-through interceptor, in alternating rounds in one process (the machine's speed drifts between minutes).
  *
- *   [REDIS_URL=redis://127.0.0.1:<port>] node --require ./test/support/ts-register.js bench/interceptor-cpu.ts [calls per round] [rounds]
+ *   [REDIS_URL=redis://127.0.0.1:<port>] [LOCK_LIB=<dir>/lib] node --require ./test/support/ts-register.js bench/interceptor-cpu.ts [calls per round] [rounds]
  *
  * A profiling aid for the interceptor's own cost (scenario 5 measures the whole app); add --cpu-prof to profile.
+ * To compare with another copy of lib/ (`git archive <commit> lib | tar -x -C <dir>`), run it with LOCK_LIB=<dir>/lib,
+ * alternating with runs of this one, each in its own process: within one process both would share a heap, and
+ * collect each other's garbage, which hides a difference in what survives a collection.
  */
 import 'reflect-metadata';
 import { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import Redis from 'ioredis';
 import { from, mergeMap, Observable } from 'rxjs';
-import { LockInterceptor, LockService, MemoryLockBackend, RedisLockBackend, WithLock } from '../lib';
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- the copy of lib/ to measure is chosen at run time
+const lib = (process.env.LOCK_LIB ? require(process.env.LOCK_LIB) : require('../lib')) as typeof import('../lib');
+const { LockInterceptor, LockService, MemoryLockBackend, RedisLockBackend, WithLock } = lib;
 
 class Target {
   @WithLock('bench:<<id>>')
@@ -74,17 +79,6 @@ function median(values: number[]): number {
   return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 }
 
-/** Another copy of lib/ to compare with (e.g. `git archive <commit> lib | tar -x -C <dir>`), from BASELINE_LIB=<dir>/lib. */
-function baselineInterceptor(client: Redis | undefined): NestInterceptor | undefined {
-  const dir = process.env.BASELINE_LIB;
-  if (!dir) return undefined;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const base = require(dir) as typeof import('../lib');
-  const backend = client ? new base.RedisLockBackend({ client }) : new base.MemoryLockBackend();
-  const service = new base.LockService(backend, { defaults: { ttl: 10_000, waitTimeout: 5_000 } });
-  return new base.LockInterceptor(service, new Reflector());
-}
-
 /** On Redis, the floor for any Redis lock: `SET key 1 NX PX` before the handler and `DEL key` after (as bench/http-app.ts). */
 function rawRedisInterceptor(client: Redis): NestInterceptor {
   return {
@@ -113,8 +107,6 @@ async function main(): Promise<void> {
     ['@WithLock', new LockInterceptor(service, new Reflector())],
   ];
   if (client) variants.push(['raw SET NX PX + DEL', rawRedisInterceptor(client)]);
-  const baseline = baselineInterceptor(client);
-  if (baseline) variants.push(['@WithLock (baseline)', baseline]);
   // Warm all up; the locked ones turn AsyncLocalStorage's promise hooks on, for every variant from then on.
   for (const [, interceptor] of variants) await round(interceptor, calls, 16);
   const costs = variants.map(() => [] as number[]);
