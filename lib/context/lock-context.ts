@@ -66,11 +66,11 @@ export class LockScope {
   }
 
   /**
-   * The call this scope was made for has released its locks: forget them. Resources created in the scope keep it
-   * reachable for a while after the call (each carries the scope as its store), and a socket write request is one
-   * that V8's young-generation collection treats as a root. Without this, every request's handles and lock set
-   * would survive into the old generation and be collected only by a full collection: on Redis, about 1.5 KB
-   * per request and a few microseconds of CPU in collections. Lookups skip released handles anyway.
+   * The call this scope was made for has released its locks: forget them. Every async resource created in the
+   * scope (a timer, a socket write) carries it as its store, and some are still reachable at the young-generation
+   * collections that follow the call. Without this, every request's handles and lock set survived into the old
+   * generation, to be freed only by a full collection: on Redis, about 1.5 KB per request and a few microseconds
+   * of CPU in collections. Lookups skip released handles anyway.
    */
   end(): void {
     this.held.length = 0;
