@@ -24,11 +24,18 @@ import { monotonicNow } from './utils/clock';
 import { jsonSafe } from './utils/json';
 import {
   checkOptionNames,
-  KNOWN_SERVICE_OPTIONS,
+  optionNames,
   resolveLockOptions,
   validateKeyPrefix,
   validateLockKey,
 } from './utils/validate';
+
+const SERVICE_OPTIONS = optionNames<LockServiceOptions>({
+  keyPrefix: true,
+  defaults: true,
+  operationTimeout: true,
+  instanceId: true,
+});
 
 /** What `LockService.inspect(key)` returns. */
 export interface LockInspection extends BackendInspection {
@@ -68,7 +75,7 @@ export class LockService {
         'LockService needs a backend: pass new MemoryLockBackend(), new RedisLockBackend({ client }) or new EtcdLockBackend({ client }).',
       );
     }
-    checkOptionNames(options, KNOWN_SERVICE_OPTIONS, 'LockService options', "{ keyPrefix: 'locks' }");
+    checkOptionNames(options, SERVICE_OPTIONS, 'LockService options', "{ keyPrefix: 'locks' }");
     this.keyPrefix = validateKeyPrefix(options.keyPrefix ?? DEFAULT_KEY_PREFIX);
     // Validate the defaults now, so a bad configuration fails at startup rather than on the first request.
     resolveLockOptions(undefined, options.defaults);

@@ -3,7 +3,6 @@ import {
   DEFAULT_TTL,
   DEFAULT_WAIT_TIMEOUT,
   LockOptions,
-  LockServiceOptions,
   MAX_LOCK_DELAY,
   MAX_TTL,
   ResolvedLockOptions,
@@ -159,14 +158,6 @@ function checkRenewInterval(renewInterval: unknown, ttl: number): asserts renewI
 function checkKnownOptions(options: object | undefined, what: string): void {
   checkOptionNames(options, KNOWN_LOCK_OPTIONS, what, '{ ttl: 30000 }');
 }
-
-/** The options of `new LockService(backend, options)`. */
-export const KNOWN_SERVICE_OPTIONS = optionNames<LockServiceOptions>({
-  keyPrefix: true,
-  defaults: true,
-  operationTimeout: true,
-  instanceId: true,
-});
 
 /** Every key of every member of a union: the names one constructor takes in any of its forms. */
 type OptionName<T> = T extends unknown ? keyof T & string : never;
