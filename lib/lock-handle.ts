@@ -1,4 +1,5 @@
 import type { Observable } from 'rxjs';
+import { HOLDING_SCOPE, type LockScope } from './context/lock-context';
 import type { LockLostError } from './errors';
 import type { LockMode } from './lock-options';
 import type { LockRenewal } from './lock-renewal';
@@ -69,6 +70,11 @@ export class LockHandle implements AsyncDisposable {
    */
   onLost(listener: (error: LockLostError) => void): () => void {
     return this.keeper.notices.onLost(listener);
+  }
+
+  /** @internal Called by the first LockScope that holds this handle: its renewals and loss are delivered there. */
+  [HOLDING_SCOPE](scope: LockScope): void {
+    this.keeper.notices.deliverIn(scope);
   }
 
   /** Epoch ms until which the lock is certainly held, measured from just before the last successful request. */

@@ -1,4 +1,5 @@
 import { Observable, Subject } from 'rxjs';
+import { type LockScope, runInScopeOf } from './context/lock-context';
 import type { LockLostError } from './errors';
 import type { LockRenewal } from './lock-renewal';
 import { jsonSafe } from './utils/json';
@@ -23,6 +24,13 @@ export class LockNotices<Handle extends { readonly state: string }> {
   private stream: Observable<LockRenewal> | undefined;
   /** An array, cheaper than a Set for the one or two there are. */
   private lossListeners: ((error: LockLostError) => void)[] | undefined;
+  /**
+   * The call chain that holds the lock (the first LockScope that held it), where renewals and the loss are
+   * delivered: they come from a shared timer or connection, which carries some other call's scope, so a
+   * subscriber there would see that call's locks in `LockService.current()` and reuse them (reentrancy). A
+   * lock no scope holds (a plain `acquire()`) delivers outside every scope.
+   */
+  private scope: LockScope | undefined;
 
   constructor(
     private readonly handle: Handle,
@@ -64,20 +72,28 @@ export class LockNotices<Handle extends { readonly state: string }> {
     return this.subject !== undefined || this.lifecycle !== undefined;
   }
 
+  deliverIn(scope: LockScope): void {
+    this.scope ??= scope;
+  }
+
   renewal(renewal: LockRenewal): void {
     jsonSafe(renewal);
-    this.subject?.next(renewal);
-    this.lifecycle?.renewal(this.handle, renewal, this.context);
+    runInScopeOf(this.scope, () => {
+      this.subject?.next(renewal);
+      this.lifecycle?.renewal(this.handle, renewal, this.context);
+    });
   }
 
   lost(error: LockLostError): void {
     this.lostError = error;
-    this.subject?.error(error);
-    this.abortController?.abort(error);
     const listeners = this.lossListeners;
     this.lossListeners = undefined;
-    listeners?.forEach((listener) => listener(error));
-    this.lifecycle?.lost(this.handle, error, this.context);
+    runInScopeOf(this.scope, () => {
+      this.subject?.error(error);
+      this.abortController?.abort(error);
+      listeners?.forEach((listener) => listener(error));
+      this.lifecycle?.lost(this.handle, error, this.context);
+    });
   }
 
   /** The handle ended without a loss (released, or left to expire); `wasHeld`: it was held until then. */

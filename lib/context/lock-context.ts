@@ -37,8 +37,12 @@ export class LockScope {
     return this.held.length === 0;
   }
 
-  /** Makes `handle` visible to nested code; it replaces one held for the same key and kind, in its place. */
+  /**
+   * Makes `handle` visible to nested code; it replaces one held for the same key and kind, in its place. The
+   * first scope to hold a handle is the call chain its renewals and loss are delivered in (see HOLDING_SCOPE).
+   */
   hold(handle: LockHandle): void {
+    handle[HOLDING_SCOPE](this);
     const index = this.indexOf(handle.namespace, handle.key, handle.permits !== undefined);
     if (index >= 0) this.held[index] = handle;
     else this.held.push(handle);
@@ -97,6 +101,12 @@ export class LockScope {
   }
 }
 
+/**
+ * @internal How a scope tells a handle that it holds it (LockHandle implements it). A symbol here, not an import of
+ * LockHandle: the handle's modules import this one.
+ */
+export const HOLDING_SCOPE = Symbol('LockHandle.holdingScope');
+
 /** A request id, or how to read it when first needed. */
 export type RequestIdSource = string | undefined | (() => string | undefined);
 
@@ -104,6 +114,15 @@ export const lockScopeStorage = new AsyncLocalStorage<LockScope>();
 
 export function currentLockScope(): LockScope | undefined {
   return lockScopeStorage.getStore();
+}
+
+/**
+ * Runs `fn` in `scope`, or outside every scope when there is none. For what runs on its own schedule (a renewal
+ * timer, a server's message on a shared connection): it would otherwise run in the scope of whichever call
+ * happened to start that timer or connection, and code it calls would see that call's locks as its own.
+ */
+export function runInScopeOf<T>(scope: LockScope | undefined, fn: () => T): T {
+  return scope ? lockScopeStorage.run(scope, fn) : lockScopeStorage.exit(fn);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import { distinctUntilChanged, Observable } from 'rxjs';
+import { runInScopeOf } from '../context/lock-context';
 import { LockNotSupportedError, LockServiceClosedError } from '../errors';
 import { backendErrorOf } from '../errors/lock-backend.error';
 import { LockService } from '../lock.service';
@@ -108,8 +109,9 @@ export class LeaderElection implements BeforeApplicationShutdown {
       return backend.watch(
         this.keyPrefix,
         election,
-        (leader) => subscriber.next(leader),
-        (error) => subscriber.error(error),
+        // From a shared connection, which carries the scope of whichever call opened it: deliver outside all.
+        (leader) => runInScopeOf(undefined, () => subscriber.next(leader)),
+        (error) => runInScopeOf(undefined, () => subscriber.error(error)),
       );
     }).pipe(distinctUntilChanged((a, b) => a?.term === b?.term && a?.value === b?.value));
   }

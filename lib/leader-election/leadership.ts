@@ -1,5 +1,6 @@
 import { Observable, Subject } from 'rxjs';
 import type { BackendLockEvent } from '../backends/lock-backend.interface';
+import { runInScopeOf } from '../context/lock-context';
 import { LockBackendError, LockLostError } from '../errors';
 import { monotonicNow, toEpochMs } from '../utils/clock';
 import { withDeadline, withMovingDeadline } from '../utils/deadline';
@@ -221,7 +222,9 @@ export class Leadership implements AsyncDisposable {
       this.validUntil = Math.max(this.validUntil, renewed);
       this.atRiskSinceRenewal = false;
       this.armExpiry();
-      this.subject.next({ type: 'renewed', name: this.name, term: this.term, expiresAt: this.expiresAt });
+      runInScopeOf(undefined, () =>
+        this.subject.next({ type: 'renewed', name: this.name, term: this.term, expiresAt: this.expiresAt }),
+      );
       return 'renewed';
     } catch (error) {
       if (this.currentState !== 'leading') return 'lost';
@@ -239,14 +242,15 @@ export class Leadership implements AsyncDisposable {
   private atRisk(error: Error): void {
     this.atRiskSinceRenewal = true;
     const remaining = Math.max(0, Math.round(this.validUntil - monotonicNow()));
-    this.subject.next({
+    const notice = {
       type: 'at-risk',
       name: this.name,
       term: this.term,
       expiresAt: this.expiresAt,
       remaining,
       error,
-    });
+    } as const;
+    runInScopeOf(undefined, () => this.subject.next(notice));
   }
 
   /** Validity runs out unless a renewal pushes it: then leadership is lost, even if a renewal hangs. */
@@ -271,8 +275,11 @@ export class Leadership implements AsyncDisposable {
     this.lostError = error;
     // A renewal in flight (maybe the one reporting this) settles on its own: nothing waits for it here.
     void this.stopTimers();
-    this.subject.error(error);
-    this.abortController.abort(error);
+    // Outside every lock scope, as a lock's own notices are when no call holds it (see LockNotices).
+    runInScopeOf(undefined, () => {
+      this.subject.error(error);
+      this.abortController.abort(error);
+    });
     // Our entry may still exist (validity ran out locally while the server kept it): remove it if it is still ours.
     this.backend.resign(this.grant).catch(() => undefined);
     this.onEnd(this);

@@ -1,4 +1,5 @@
 import type { LockBackend } from '../backends/lock-backend.interface';
+import { runInScopeOf } from '../context/lock-context';
 import type { ElectionBackend } from '../leader-election/election-backend.interface';
 import { monotonicNow } from '../utils/clock';
 import { SlotList, Slotted } from '../utils/slot-list';
@@ -81,7 +82,8 @@ export class RenewalScheduler {
   private arm(dueAt: number): void {
     this.disarm();
     this.timerDueAt = dueAt;
-    this.timer = setTimeout(() => this.tick(), Math.max(0, dueAt - monotonicNow()));
+    // Outside every lock scope: the timer serves every call's locks, not the one that happened to arm it.
+    this.timer = setTimeout(() => runInScopeOf(undefined, () => this.tick()), Math.max(0, dueAt - monotonicNow()));
     this.timer.unref();
   }
 

@@ -70,3 +70,24 @@ describe('Leadership on a slow server', () => {
     }
   }, 30_000);
 });
+
+describe('Leadership notices and lock scopes', () => {
+  it("a leadership won inside a locked call delivers its renewals outside it: that call's locks are not the subscriber's", async () => {
+    const { LockService } = await import('../../lib/lock.service');
+    const { LeaderElection } = await import('../../lib/leader-election/leader-election.service');
+    const locks = new LockService(new MemoryLockBackend());
+    const elections = new LeaderElection(locks, { ttl: 300 });
+    const seen = await locks.run('job:1', async () => {
+      const leadership = await elections.campaign(uniqueName('scoped'));
+      return new Promise<{ current: string | undefined; event: string }>((resolve) => {
+        const subscription = leadership.events$.subscribe((event) => {
+          subscription.unsubscribe();
+          resolve({ current: locks.current()?.key, event: event.type });
+        });
+      });
+    });
+    expect(seen).toEqual({ current: undefined, event: 'renewed' });
+    await elections.close();
+    await locks.close();
+  });
+});
