@@ -13,7 +13,12 @@ import { join, relative } from 'node:path';
 import { describeLoad, describeMachine, MachineInfo } from './lib/machine';
 import { failedSection, renderSection, renderTable, Section } from './lib/report';
 import { BenchServers } from './lib/servers';
-import { ADAPTERS as ALL_ADAPTERS, withNodeRedisRow, ZOOKEEPER_UNCONTENDED } from './peers/registry';
+import {
+  ADAPTERS as ALL_ADAPTERS,
+  REDIS_UNCONTENDED_FLOOR,
+  withNodeRedisRow,
+  ZOOKEEPER_UNCONTENDED,
+} from './peers/registry';
 import { etcd3Lock } from './peers/etcd3-lock';
 import { oursEtcd, oursRedis, oursRedisUnfair, oursRedisNodeRedis, oursRedlockOneMaster } from './peers/ours';
 import { rawRedisHandoff } from './peers/raw-redis-handoff';
@@ -166,6 +171,7 @@ async function main(): Promise<void> {
           servers,
           [
             ...withNodeRedisRow(adapters),
+            ...REDIS_UNCONTENDED_FLOOR.filter((spec) => options.stores.includes(spec.store)),
             ...ZOOKEEPER_UNCONTENDED.filter((spec) => options.stores.includes(spec.store)),
           ],
           settings.uncontended,

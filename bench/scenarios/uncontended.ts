@@ -25,7 +25,11 @@ export interface UncontendedRow {
    */
   readonly vsLimit: number | undefined;
   readonly vsBestPeer: number | undefined;
+  /** ops/s of each slice, one per round, in round order: for a ratio to a named peer in the same rounds. */
+  readonly sliceOps: readonly number[];
   readonly serverCallsPerOp: number;
+  /** Redis only: PUBLISH commands per cycle (a release should publish only when someone waits). */
+  readonly publishesPerOp?: number;
   /**
    * Redis only: server µs per cycle from `INFO commandstats` (script commands when scripts ran, else all
    * commands), and its median per-round ratio to the limit's: the server's own cost of a lock, unaffected by
@@ -83,6 +87,7 @@ interface State {
   readonly release: Samples;
   elapsed: number;
   serverCalls: number;
+  publishes: number;
   raftWrites: number;
   /** ops/s of each slice, one per round. */
   readonly sliceOps: number[];
@@ -105,6 +110,7 @@ function plan(servers: BenchServers, settings: UncontendedSettings): RoundPlan<S
         release: new Samples(),
         elapsed: 0,
         serverCalls: 0,
+        publishes: 0,
         raftWrites: 0,
         sliceOps: [],
         sliceServerUs: [],
@@ -136,10 +142,9 @@ function plan(servers: BenchServers, settings: UncontendedSettings): RoundPlan<S
       state.elapsed += now - start;
       state.sliceOps.push((cycles * 1000) / (now - start));
       if (usecBefore) state.sliceServerUs.push(serverUsec(usecBefore, await servers.redisServerUsec()) / cycles);
-      state.serverCalls += total(
-        countDelta(before, await servers.counts(state.spec.store)),
-        (name) => name === 'LeaseKeepAlive streams',
-      );
+      const delta = countDelta(before, await servers.counts(state.spec.store));
+      state.serverCalls += total(delta, (name) => name === 'LeaseKeepAlive streams');
+      if (redis) state.publishes += delta.get('publish') ?? 0;
       if (state.spec.store === 'etcd') state.raftWrites += (await servers.etcdRaftWrites()) - writesBefore;
     },
     close: (state) => state.adapter.close(),
@@ -197,7 +202,9 @@ function toRow(
     opsPerSecond: opsPerSecond(state),
     vsLimit,
     vsBestPeer,
+    sliceOps: state.sliceOps,
     serverCallsPerOp: state.serverCalls / state.cycle.length,
+    ...(state.spec.store === 'redis' && { publishesPerOp: state.publishes / state.cycle.length }),
     ...(state.sliceServerUs.length > 0 && { serverUsPerOp: summarize(state.sliceServerUs).median, serverUsVsLimit }),
     raftWritesPerOp: state.spec.store === 'etcd' ? state.raftWrites / state.cycle.length : undefined,
   };
