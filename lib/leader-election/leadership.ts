@@ -242,15 +242,16 @@ export class Leadership implements AsyncDisposable {
   private atRisk(error: Error): void {
     this.atRiskSinceRenewal = true;
     const remaining = Math.max(0, Math.round(this.validUntil - monotonicNow()));
-    const notice = {
-      type: 'at-risk',
-      name: this.name,
-      term: this.term,
-      expiresAt: this.expiresAt,
-      remaining,
-      error,
-    } as const;
-    runInScopeOf(undefined, () => this.subject.next(notice));
+    runInScopeOf(undefined, () =>
+      this.subject.next({
+        type: 'at-risk',
+        name: this.name,
+        term: this.term,
+        expiresAt: this.expiresAt,
+        remaining,
+        error,
+      }),
+    );
   }
 
   /** Validity runs out unless a renewal pushes it: then leadership is lost, even if a renewal hangs. */
