@@ -1,6 +1,5 @@
 import { bestOf, Better, isAhead } from '../lib/compare';
 import { num, Section, Table, times } from '../lib/report';
-import { summarize } from '../lib/stats';
 import type { Role, Store } from '../peers/adapter';
 import { oursEtcd, oursRedis, oursRedisNodeRedis, oursRedlockOneMaster, oursZooKeeper } from '../peers/ours';
 import { rawEtcdSession } from '../peers/raw-etcd';
@@ -13,7 +12,7 @@ import type { HotKeyRow } from './hot-key';
 import type { HttpRow } from './http';
 import type { ManyKeysRow } from './many-keys';
 import type { RenewingRow } from './renewing';
-import type { UncontendedRow } from './uncontended';
+import { sliceRatio, type UncontendedRow } from './uncontended';
 
 /** Whatever the run produced; a scenario that was skipped or failed is simply absent. */
 export interface Results {
@@ -132,7 +131,7 @@ function uncontendedCostGoals({ uncontended }: Results): Table {
   const us = (of: UncontendedRow | undefined) =>
     of?.serverUsPerOp === undefined ? 'n/a' : `${num(of.serverUsPerOp, 2)} µs`;
   const opsGoal = (mine: UncontendedRow | undefined, other: UncontendedRow | undefined, atLeast: number) => {
-    const ratio = mine && other ? sliceRatio(mine, other) : undefined;
+    const ratio = mine ? sliceRatio(mine, other) : undefined;
     if (!mine || !other || ratio === undefined) return { measured: 'n/a', met: undefined };
     return {
       measured: `${times(ratio, 1)}, median of ${mine.sliceOps.length} rounds (${num(mine.opsPerSecond, 0)} vs ${num(other.opsPerSecond, 0)} ops/s)`,
@@ -175,7 +174,7 @@ function uncontendedCostGoals({ uncontended }: Results): Table {
     goal.met === undefined ? 'not measured' : goal.met ? 'met' : 'not met',
   ]);
   // Point 3 asks for a report, not a ratio to meet.
-  const zkRatio = zookeeper && rawZk ? sliceRatio(zookeeper, rawZk) : undefined;
+  const zkRatio = zookeeper ? sliceRatio(zookeeper, rawZk) : undefined;
   rows.push([
     'ZooKeeper: create + delete against raw node-zookeeper-client (reported)',
     zookeeper && rawZk && zkRatio !== undefined
@@ -190,12 +189,6 @@ function uncontendedCostGoals({ uncontended }: Results): Table {
     textColumns: 3,
     rows,
   };
-}
-
-/** Median over the rounds of `mine`'s ops/s divided by `other`'s in the same round. */
-function sliceRatio(mine: UncontendedRow, other: UncontendedRow): number | undefined {
-  if (mine.sliceOps.length === 0 || mine.sliceOps.length !== other.sliceOps.length) return undefined;
-  return summarize(mine.sliceOps.map((ops, round) => ops / other.sliceOps[round])).median;
 }
 
 /** Issue 17 point 3, from scenario 7: no key is left per lock name once its locks are gone. */

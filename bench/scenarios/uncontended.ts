@@ -160,7 +160,7 @@ function withRoundRatios(states: readonly State[]): UncontendedRow[] {
   const limit = best('limit');
   const peer = best('peer');
   return states.map((state) =>
-    toRow(state, roundRatio(state, limit), roundRatio(state, peer), serverUsRatio(state, limit)),
+    toRow(state, sliceRatio(state, limit), sliceRatio(state, peer), serverUsRatio(state, limit)),
   );
 }
 
@@ -174,9 +174,13 @@ function opsPerSecond(state: State): number {
   return (state.cycle.length * 1000) / state.elapsed;
 }
 
-function roundRatio(state: State, other: State | undefined): number | undefined {
-  if (!other || other.sliceOps.length !== state.sliceOps.length) return undefined;
-  return summarize(state.sliceOps.map((ops, round) => ops / other.sliceOps[round])).median;
+/** Median over the rounds of `mine`'s ops/s divided by `other`'s in the same round; undefined without both. */
+export function sliceRatio(
+  mine: { readonly sliceOps: readonly number[] },
+  other: { readonly sliceOps: readonly number[] } | undefined,
+): number | undefined {
+  if (!other || mine.sliceOps.length === 0 || other.sliceOps.length !== mine.sliceOps.length) return undefined;
+  return summarize(mine.sliceOps.map((ops, round) => ops / other.sliceOps[round])).median;
 }
 
 /** Median over the rounds of this library's server µs per cycle divided by the limit's in the same round. */
