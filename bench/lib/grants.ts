@@ -26,6 +26,8 @@ export interface GrantAnalysis {
   readonly inversions: number;
   /** A grant before the previous holder's release stamp: two holders at once (must be 0). */
   readonly overlaps: number;
+  /** Mean grant -> release stamp (the hold) in ms, over the grants inside the windows. */
+  readonly meanHold: number;
 }
 
 /** One timed window of grants on the hot key: the records of every process, and the window's bounds. */
@@ -52,12 +54,14 @@ export function analyzeWindows(windows: readonly GrantWindow[]): GrantAnalysis {
   let overlaps = 0;
   let inversions = 0;
   let maxWait = 0;
+  let heldMs = 0;
   for (const { records, start, end } of windows) {
     const ordered = [...records].sort((a, b) => a.grant - b.grant);
     const inWindow = ordered.filter((record) => record.grant >= start && record.grant <= end);
     for (let index = 0; index < inWindow.length; index++) {
       const current = inWindow[index];
       wait.push(current.grant - current.arrive);
+      heldMs += current.release - current.grant;
       const previous = inWindow[index - 1];
       if (previous && current.grant < previous.release) overlaps++;
     }
@@ -78,6 +82,7 @@ export function analyzeWindows(windows: readonly GrantWindow[]): GrantAnalysis {
     maxWait,
     inversions,
     overlaps,
+    meanHold: grants > 0 ? heldMs / grants : NaN,
   };
 }
 

@@ -105,6 +105,7 @@ export async function crossProcess(
         '- jumped ahead: grants that went to a contender while one that had asked earlier was still waiting (FIFO would give 0 %).',
         '- overlaps = a grant before the previous release (must be 0).',
         '- server calls/grant: Redis commands (incl. inside scripts) or etcd requests per grant.',
+        '- mean hold: grant -> release stamp (the timer). hold-only ceiling = 1000 / mean hold: the grants/s if every handoff took no time at all, which no lock reaches.',
         '',
         'Waiting policies:',
         '',
@@ -124,6 +125,11 @@ export function bestPeer(rows: readonly CrossProcessRow[], store: Store): CrossP
       (best, row) => (best && best.grantsPerSecond >= row.grantsPerSecond ? best : row),
       undefined,
     );
+}
+
+/** grants/s if every handoff took no time: one hold after the other. */
+export function holdCeiling(row: Pick<CrossProcessRow, 'meanHold'>): number {
+  return 1000 / row.meanHold;
 }
 
 /** Median over the rounds of `mine`'s grants/s divided by `other`'s in the same round. */
@@ -222,6 +228,8 @@ function table(setup: string, rows: CrossProcessRow[], failures: Failure[], sett
     'jumped ahead',
     'overlaps',
     'server calls/grant',
+    'mean hold ms',
+    'hold-only ceiling grants/s',
   ];
   return {
     title: `${setup}, hold ${settings.holdMs} ms, ${settings.rounds} x ${settings.windowMs / 1000} s per library`,
@@ -242,6 +250,8 @@ function table(setup: string, rows: CrossProcessRow[], failures: Failure[], sett
           `${num((100 * row.inversions) / Math.max(1, row.grants), 0)} %`,
           String(row.overlaps),
           num(row.serverCallsPerGrant, 1),
+          num(row.meanHold, 3),
+          num(holdCeiling(row), 0),
         ];
       }),
       ...failures.map((failure) => failedRow(failure, headers.length)),
