@@ -1,5 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import Redis from 'ioredis';
+import { ACQUIRE_SCRIPT } from '../../lib/backends/redis/acquire.lua';
+import { DEFAULT_FENCE_RETENTION } from '../../lib/backends/redis/fence-retention';
+import { acquireCall, releaseCall, type ScriptCall } from '../../lib/backends/redis/lock-calls';
+import { RELEASE_SCRIPT } from '../../lib/backends/redis/release.lua';
 import type { AdapterSpec, LockAdapter } from './adapter';
 
 interface RawLock {
@@ -84,3 +89,43 @@ export const rawRedisFenced: AdapterSpec = {
     } satisfies LockAdapter<RawLock & { token: string }>;
   },
 };
+
+/**
+ * Our own two scripts (the uncontended acquire and the FIFO-mode release, as LockService runs them by default),
+ * sent with EVALSHA straight from ioredis: no backend, watchdog or LockService code around them. Beside the
+ * LockService and backend-only rows it splits our cost into the server's (these scripts) and our client code's.
+ * The token carries a holder id of the length LockService stores. Uncontended scenario only.
+ */
+export const oursRedisScriptsOnly: AdapterSpec = {
+  name: 'ours: the two scripts alone (EVALSHA, no library code)',
+  store: 'redis',
+  role: 'diagnostic',
+  waiting: 'does not wait (uncontended only)',
+  waits: false,
+  renews: false,
+  async create(env, options) {
+    const client = new Redis(env.redisUrl);
+    await client.script('LOAD', ACQUIRE_SCRIPT.source);
+    await client.script('LOAD', RELEASE_SCRIPT.source);
+    const holder = `${hostname()}/${process.pid}/0a1b2c3d`;
+    return {
+      name: this.name,
+      async acquire(key: string): Promise<ScriptCall> {
+        const request = { namespace: 'bench', key, token: `${randomUUID()}||${holder}`, ttl: options.ttl };
+        const take = acquireCall(request, 'none', SCRIPT_WAITER_TTL, DEFAULT_FENCE_RETENTION, false);
+        const reply = await client.evalsha(take.script.sha1, take.keys.length, ...take.keys, ...take.args);
+        if (typeof reply !== 'string') throw new Error(`${key} is busy: the scripts-only row is for uncontended runs`);
+        return releaseCall(request, true, request.token, DEFAULT_FENCE_RETENTION);
+      },
+      async release(give: ScriptCall): Promise<void> {
+        await client.evalsha(give.script.sha1, give.keys.length, ...give.keys, ...give.args);
+      },
+      async close() {
+        await client.quit();
+      },
+    } satisfies LockAdapter<ScriptCall>;
+  },
+};
+
+/** A try sends no waiter ttl; any value does. */
+const SCRIPT_WAITER_TTL = 5_000;

@@ -12,7 +12,7 @@ import {
   oursZooKeeperBackendOnly,
 } from './ours';
 import { rawEtcd, rawEtcdSession } from './raw-etcd';
-import { rawRedis, rawRedisFenced } from './raw-redis';
+import { oursRedisScriptsOnly, rawRedis, rawRedisFenced } from './raw-redis';
 import { rawRedisHandoff } from './raw-redis-handoff';
 import { rawZooKeeper } from './raw-zookeeper';
 import { redisSemaphore } from './redis-semaphore';
@@ -37,7 +37,7 @@ export const ADAPTERS: readonly AdapterSpec[] = [
 ];
 
 /** Redis: the server-time floor of any fenced lock (issue 18), measured only where that is the question. */
-export const REDIS_UNCONTENDED_FLOOR: readonly AdapterSpec[] = [rawRedisFenced];
+export const REDIS_UNCONTENDED_FLOOR: readonly AdapterSpec[] = [rawRedisFenced, oursRedisScriptsOnly];
 
 /** ZooKeeper: no Node lock library to compare with, so only the uncontended scenario runs it, against raw calls. */
 export const ZOOKEEPER_UNCONTENDED: readonly AdapterSpec[] = [oursZooKeeper, oursZooKeeperBackendOnly, rawZooKeeper];
