@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import Redis from 'ioredis';
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import { EXTEND_SCRIPT } from '../../lib/backends/redis/extend.lua';
+import { REDLOCK_ACQUIRE_SCRIPT } from '../../lib/backends/redlock/redlock-acquire.lua';
 import { REDLOCK_LEAVE_SCRIPT } from '../../lib/backends/redlock/redlock-release.lua';
 import { redlockKeys } from '../../lib/backends/redlock/redlock-calls';
 import { LockQuorumError } from '../../lib/errors';
@@ -156,6 +157,39 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     for (let index = 0; index < count - quorum; index++) {
       await eventually(async () => (await strayKeys(index)).length === 0, 3_000);
     }
+  });
+
+  it('a waiter whose process already listens on the key asks once before it sleeps, and once when woken', async () => {
+    // No re-check timer inside the test: every round below is one the waiter chose to send.
+    const locks = service({ recheckInterval: 60_000 });
+    const names = redlockKeys(ns, 'line');
+    const holder = await locks.acquire('line', { ttl: 10_000 });
+    const first = locks.acquire('line', { ttl: 10_000, waitTimeout: 30_000 });
+    const listening = async () => {
+      const counts = await Promise.all(admins.map((admin) => admin.pubsub('NUMSUB', names.channel)));
+      return counts.every((reply) => Number((reply as [string, number])[1]) >= 1);
+    };
+    await eventually(async () => (await listening()) && (await admins[0].zcard(names.waiters)) === 1, 10_000);
+    const [firstEntry] = await admins[0].zrange(names.waiters, 0, -1);
+    const monitor = await quietClient(servers[0].url).monitor();
+    const scripts: string[][] = [];
+    monitor.on('monitor', (_time: string, args: unknown[]) => {
+      if (String(args[0]).toLowerCase() === 'evalsha') scripts.push(args.map(String));
+    });
+    const second = locks.acquire('line', { ttl: 10_000, waitTimeout: 30_000 });
+    await eventually(async () => (await admins[0].zcard(names.waiters)) === 2, 10_000);
+    const secondEntry = (await admins[0].zrange(names.waiters, 0, -1)).find((entry) => entry !== firstEntry)!;
+
+    await holder.release();
+    await (await first).release();
+    await (await second).release();
+    monitor.disconnect();
+    const roundsOfSecond = scripts.filter(
+      (args) => args[1] === REDLOCK_ACQUIRE_SCRIPT.sha1 && args.includes(secondEntry.slice(1)),
+    );
+    // The round that put it in line, and the one its wake-up sent. A second round before sleeping is one
+    // more quorum round per contended acquire.
+    expect(roundsOfSecond).toHaveLength(2);
   });
 
   it('releases partial grants at once when another owner holds the key on a majority', async () => {

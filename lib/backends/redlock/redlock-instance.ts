@@ -33,6 +33,11 @@ export class RedlockInstance {
     return status === 'ready' ? undefined : status;
   }
 
+  /** Some waiter of this process has `channel` subscribed and confirmed here: a new listener misses nothing. */
+  isSubscribed(channel: string): boolean {
+    return this.subscriber?.isUsable === true && this.subscriber.isConfirmed(channel);
+  }
+
   sharedSubscriber(): ChannelSubscriber {
     if (!this.subscriber?.isUsable) this.subscriber = new ChannelSubscriber(this.client.duplicateForSubscriber());
     return this.subscriber;

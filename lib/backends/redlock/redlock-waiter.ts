@@ -23,7 +23,8 @@ const STRAGGLER_WAIT_MS = 10;
  * A busy instance keeps the waiter's entry in the key's line there (LUA_REDLOCK_WAITERS), and a release wakes
  * only the head of that line, by publishing its token; every other waiter stays quiet. After the first busy
  * round the waiter subscribes to the key's channel on every instance and goes again at once, so a release in
- * between is not missed; afterwards it sleeps until a message names it, the holder's expiry, or the re-check
+ * between is not missed (when another waiter of this process already listens on every instance, it listens
+ * from before its first round instead, and that round is its only one before it sleeps); afterwards it sleeps until a message names it, the holder's expiry, or the re-check
  * (which also refreshes its entry), whichever comes first. A wait is thus bounded even when the message is lost
  * or the woken head died: its entry expires, and every waiter re-checks on its own.
  *
@@ -54,6 +55,12 @@ export class RedlockWaiter {
     let subscribed = false;
     let grantedBy: readonly RedlockInstance[] | undefined;
     try {
+      // Another waiter of this process already listens on every instance: listen from before the first round,
+      // so that round is the only one before we sleep (a release after it cannot be missed).
+      if (this.set.instances.every((instance) => instance.isSubscribed(this.channel()))) {
+        this.listen();
+        subscribed = true;
+      }
       for (;;) {
         this.wakeup.reset();
         this.wokenBy.clear();
@@ -115,8 +122,13 @@ export class RedlockWaiter {
     );
   }
 
-  private async subscribe(): Promise<void> {
-    const channel = redlockKeys(this.request.namespace, this.request.key).channel;
+  private channel(): string {
+    return redlockKeys(this.request.namespace, this.request.key).channel;
+  }
+
+  /** Listens on the key's channel of every reachable instance; see subscribe() for waiting until confirmed. */
+  private listen(): void {
+    const channel = this.channel();
     const token = this.request.token;
     for (const instance of this.set.instances) {
       if (instance.unreachable()) continue;
@@ -126,6 +138,10 @@ export class RedlockWaiter {
       };
       this.subscriptions.push(instance.sharedSubscriber().subscribe(channel, onMessage));
     }
+  }
+
+  private async subscribe(): Promise<void> {
+    this.listen();
     // Instances that are down never confirm; missed messages only cost a re-check, so do not wait long.
     const bound = timeoutSignal(this.set.settings.requestTimeout, () => undefined);
     try {
