@@ -24,9 +24,10 @@ const STRAGGLER_WAIT_MS = 10;
  * only the head of that line, by publishing its token; every other waiter stays quiet. After the first busy
  * round the waiter subscribes to the key's channel on every instance and goes again at once, so a release in
  * between is not missed (when another waiter of this process already listens on every instance, it listens
- * from before its first round instead, and that round is its only one before it sleeps); afterwards it sleeps until a message names it, the holder's expiry, or the re-check
- * (which also refreshes its entry), whichever comes first. A wait is thus bounded even when the message is lost
- * or the woken head died: its entry expires, and every waiter re-checks on its own.
+ * from before its first round instead, and that round is its only one before it sleeps); afterwards it sleeps
+ * until a message names it, the holder's expiry, or the re-check (which also refreshes its entry), whichever
+ * comes first. A wait is thus bounded even when the message is lost or the woken head died: its entry expires,
+ * and every waiter re-checks on its own.
  *
  * A round it loses gives back what it got and keeps its place; a split vote retries after a short jitter.
  * When it ends without a grant, it takes its entry back on every instance it reached, after every call it sent
@@ -57,7 +58,8 @@ export class RedlockWaiter {
     try {
       // Another waiter of this process already listens on every instance: listen from before the first round,
       // so that round is the only one before we sleep (a release after it cannot be missed).
-      if (this.set.instances.every((instance) => instance.isSubscribed(this.channel()))) {
+      const channel = this.channel();
+      if (this.set.instances.every((instance) => instance.isSubscribed(channel))) {
         this.listen();
         subscribed = true;
       }
