@@ -206,6 +206,28 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     expect(roundsOf(secondEntry)).toHaveLength(2);
   });
 
+  it('gives back a grant that came after its round was won without waking the waiter at the head there', async () => {
+    const names = redlockKeys(ns, 'late');
+    const late = admins[count - 1];
+    // A waiter in line on the last instance only (another process's), listened for on that instance.
+    await late.zadd(names.waiters, 1, 'wsomeone');
+    await late.zadd(names.waitersExpiry, Date.now() + 60_000, 'wsomeone');
+    const listener = quietClient(servers[count - 1].url);
+    const heard: string[] = [];
+    listener.on('message', (_channel: string, message: string) => heard.push(message));
+    await listener.subscribe(names.channel);
+    // The last instance runs no write for a while: the majority grants first, the last one's grant comes late.
+    await late.call('CLIENT', 'PAUSE', '300', 'WRITE');
+    const lock = await service().acquire('late', { ttl: 10_000 });
+    // The late grant was made (its fencing counter is there) and given back (the key is gone).
+    await eventually(async () => (await late.exists(names.fence)) === 1 && (await late.exists(names.lock)) === 0);
+    // Any message published before this PING reached the listener before its answer.
+    await listener.ping();
+    expect(heard).toEqual([]);
+    await lock.release();
+    await listener.unsubscribe();
+  });
+
   it('releases partial grants at once when another owner holds the key on a majority', async () => {
     const names = redisLockKeys(ns, 'split');
     // Another owner on a majority of instances, as a raw client would place it.

@@ -2,7 +2,12 @@ import type { AcquireRequest } from '../lock-backend.interface';
 import { kindOf, type ScriptCall, serverTtl } from '../redis/lock-calls';
 import { redisLockKeys, type RedisLockKeys } from '../redis/redis-keys';
 import { REDLOCK_ACQUIRE_READ_SCRIPT, REDLOCK_ACQUIRE_SCRIPT } from './redlock-acquire.lua';
-import { REDLOCK_LEAVE_SCRIPT, REDLOCK_RELEASE_READ_SCRIPT, REDLOCK_RELEASE_SCRIPT } from './redlock-release.lua';
+import {
+  QUIET_RELEASE,
+  REDLOCK_LEAVE_SCRIPT,
+  REDLOCK_RELEASE_READ_SCRIPT,
+  REDLOCK_RELEASE_SCRIPT,
+} from './redlock-release.lua';
 
 /**
  * The calls of Redlock's own scripts (acquire, release, leave: the ones that keep its waiter list). Extend,
@@ -66,11 +71,17 @@ export function redlockAcquireCall(
 
 /**
  * Releases a held lock, or a grant nobody will hold. `requeue`: the caller is a waiter giving back a partial
- * grant; it is put back in line at its place on that instance.
+ * grant; it is put back in line at its place on that instance. 'quietly': a grant that came after we had won
+ * the round elsewhere; only the key goes (QUIET_RELEASE).
  */
-export function redlockReleaseCall(request: AcquireRequest, requeue?: WaiterTicket): ScriptCall {
+export function redlockReleaseCall(request: AcquireRequest, requeue?: WaiterTicket | 'quietly'): ScriptCall {
   const keys = redlockKeys(request.namespace, request.key);
-  const back = requeue ? [waiterEntry(request), requeue.ticket, requeue.waiterTtl] : [''];
+  const back =
+    requeue === 'quietly'
+      ? [QUIET_RELEASE]
+      : requeue
+        ? [waiterEntry(request), requeue.ticket, requeue.waiterTtl]
+        : [''];
   const read = kindOf(request) === 'read';
   return {
     script: read ? REDLOCK_RELEASE_READ_SCRIPT : REDLOCK_RELEASE_SCRIPT,

@@ -46,16 +46,21 @@ export async function acquireRound(
   // An instance that takes longer than half the ttl could only grant a lock with little validity left.
   const timeout = Math.max(1, Math.min(set.settings.requestTimeout, request.ttl / 2));
   const startedAt = performance.now();
+  let won = false;
   const answers = await askAll(set.instances, (instance) => acquireOn(instance, call, sent), {
     timeout,
     signal,
     settled: (so) => set.decided(so, (reply) => reply.granted),
-    // Not requeued: the waiter may have left the line meanwhile, and this must not put it back.
-    onLate: (instance, reply) => reply.granted && void set.cleanUp(instance, redlockReleaseCall(request), sent),
+    // Not requeued: the waiter may have left the line meanwhile, and this must not put it back. After a won
+    // round it wakes nobody: we hold a majority, so a waiter woken there could only lose a round; our release
+    // wakes it where we hold.
+    onLate: (instance, reply) =>
+      reply.granted && void set.cleanUp(instance, redlockReleaseCall(request, won ? 'quietly' : undefined), sent),
   });
   const granted = answers.flatMap((answer) =>
     answer.ok && answer.value.granted ? [{ instance: answer.instance, token: answer.value.fencingToken }] : [],
   );
+  won = granted.length >= set.quorum;
   const giveBack = () =>
     Promise.all(granted.map(({ instance }) => set.cleanUp(instance, redlockReleaseCall(request, waiter), sent)));
   if (signal?.aborted || granted.length < set.quorum) {
