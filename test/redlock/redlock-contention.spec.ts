@@ -6,7 +6,7 @@ import { redlockKeys } from '../../lib/backends/redlock/redlock-calls';
 import { RedlockBackend } from '../../lib/backends/redlock/redlock.backend';
 import { LockQuorumError, LockTimeoutError } from '../../lib/errors';
 import { LockService } from '../../lib/lock.service';
-import { uniqueNamespace } from '../support/backends';
+import { closeRedisClient, uniqueNamespace } from '../support/backends';
 import { startRedis, type TestRedisServer } from '../support/redis-server';
 import { killAllWorkers } from '../support/worker';
 import { spawnWorker } from '../workers/spawn-worker';
@@ -49,7 +49,7 @@ describe('Redlock over 3 masters under contention', () => {
     const clients = servers.map((server) => new Redis(server.url, { retryStrategy: () => 100 }));
     for (const client of clients) client.on('error', () => undefined);
     const locks = new LockService(new RedlockBackend({ clients }), { keyPrefix: ns });
-    opened.push(locks, { close: () => Promise.all(clients.map((client) => client.quit().catch(() => undefined))) });
+    opened.push(locks, { close: () => Promise.all(clients.map(closeRedisClient)) });
     return locks;
   }
 
@@ -129,12 +129,12 @@ describe('Redlock over 3 masters under contention', () => {
   it('after a lost quorum, no key of the failed acquire remains on the surviving master', async () => {
     const gone = await Promise.all([startRedis(), startRedis()]);
     const clients = [servers[0].url, ...gone.map((server) => server.url)].map(
-      // A short disconnectTimeout: quit() to a stopped server leaves ioredis' 2 s timer for the socket's close.
+      // A short disconnectTimeout: a disconnect from a stopped server leaves ioredis' 2 s timer for the socket's close.
       (url) => new Redis(url, { retryStrategy: () => 100, disconnectTimeout: 200 }),
     );
     for (const client of clients) client.on('error', () => undefined);
     const locks = new LockService(new RedlockBackend({ clients, requestTimeout: 300 }), { keyPrefix: ns });
-    opened.push(locks, { close: () => Promise.all(clients.map((client) => client.quit().catch(() => undefined))) });
+    opened.push(locks, { close: () => Promise.all(clients.map(closeRedisClient)) });
     // Known to every master first, so that the waiter has asked them all before two of them go.
     expect(await locks.isLocked('lost')).toBe(false);
     await Promise.all(gone.map((server) => server.stop()));

@@ -10,7 +10,7 @@ import { LockQuorumError } from '../../lib/errors';
 import { RedlockBackend, type RedlockBackendOptions } from '../../lib/backends/redlock/redlock.backend';
 import { LockBackendError, LockNotSupportedError, LockTimeoutError } from '../../lib/errors';
 import { LockService } from '../../lib/lock.service';
-import { uniqueNamespace } from '../support/backends';
+import { closeRedisClient, uniqueNamespace } from '../support/backends';
 import { startRedis, type TestRedisServer } from '../support/redis-server';
 import { sleep } from '../support/time';
 import { eventually } from '../redis/redis-spec-helpers';
@@ -49,12 +49,7 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
       10_000,
     );
     for (const resource of opened.splice(0).reverse()) await resource.close();
-    await Promise.all(
-      clients.splice(0).map(async (client) => {
-        if (client.status === 'ready') await client.quit();
-        else client.disconnect();
-      }),
-    );
+    await Promise.all(clients.splice(0).map(closeRedisClient));
   });
 
   /** A client that reconnects every 100 ms, so it is back soon after its instance restarted. */

@@ -148,7 +148,11 @@ function nodeRedisBackend(url: string, resp: 2 | 3): BackendUnderTest {
   return own(new RedisLockBackend({ client }), () => closeNodeRedisClient(client));
 }
 
-/** Quits an ioredis client (Redis or Cluster) if it is connected, and stops it reconnecting. */
+/**
+ * Quits an ioredis client (Redis or Cluster) if it is connected, and stops it reconnecting. A quit() alone is not
+ * enough for a client whose server is down: it waits behind the offline queue, fails after maxRetriesPerRequest,
+ * and leaves the client reconnecting for ever (a ref'd timer that keeps the Jest worker alive).
+ */
 export async function closeRedisClient(client: Redis | Cluster): Promise<void> {
   if (client.status === 'ready') await client.quit().catch(() => undefined);
   client.disconnect();
