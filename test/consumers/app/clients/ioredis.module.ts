@@ -19,6 +19,8 @@ export class RedisModule implements OnApplicationShutdown {
   constructor(@Inject(REDIS_CLIENT) private readonly redis: Redis) {}
 
   async onApplicationShutdown(): Promise<void> {
-    await this.redis.quit();
+    // A quit() while the server is down would wait behind ioredis' offline queue and leave it reconnecting.
+    if (this.redis.status === 'ready') await this.redis.quit();
+    this.redis.disconnect();
   }
 }
