@@ -192,6 +192,40 @@ describe('EtcdLockBackend extend, release and close', () => {
       await own.close();
     });
 
+    it('grants again as soon as etcd answers after a stall in which three releases went unanswered', async () => {
+      // A gRPC deadline on those deletes would count as three host failures for etcd3's circuit breaker, which then
+      // refuses every call (this acquire too) for 5 s after etcd is back.
+      const own = new EtcdLockBackend({ hosts: server.endpoint });
+      try {
+        const requests = [1, 2, 3].map((index) => lockRequest(`stalled-${index}`, 20_000));
+        const grants = await Promise.all(requests.map((request) => own.tryAcquire(request)));
+        server.pause();
+        let releases: PromiseSettledResult<boolean>[];
+        try {
+          releases = await Promise.allSettled(
+            requests.map((request, index) => own.release(held(request, grants[index]!))),
+          );
+        } finally {
+          server.resume();
+        }
+        expect(releases.map((release) => release.status)).toEqual(['rejected', 'rejected', 'rejected']);
+
+        const next = lockRequest('after-stall');
+        const grant = await own.tryAcquire(next);
+        expect(grant).not.toBeNull();
+        await own.release(held(next, grant!));
+        // The deletes were not abandoned: etcd applies them once it runs again.
+        await eventually(
+          async () =>
+            (await Promise.all(requests.map(({ key }) => contenders(admin, key)))).every((keys) => keys.length === 0),
+          'the stalled releases deleted their keys',
+        );
+      } finally {
+        server.resume();
+        await own.close();
+      }
+    }, 30_000);
+
     it('keeps its place in the queue across an etcd restart', async () => {
       const holder = lockRequest('restart', 20_000);
       const first = (await backend.tryAcquire(holder))!;

@@ -1,10 +1,20 @@
 import { monotonicNow } from '../../utils/clock';
+import { withDeadline } from '../../utils/deadline';
 import type { GrantedLease } from './etcd-lease';
 import type { EtcdLockClient } from './etcd-lock-client';
 import type { EtcdLockState } from './etcd-lock-state';
 
-/** Deadline for the clean-up calls we make on our own (revokes, deletes of abandoned keys), so none lingers. */
+/**
+ * How long we wait for a clean-up call we make on our own (a revoke, a delete). Bounded here, not with a gRPC
+ * deadline: etcd3 counts a deadline that passes as a failed host, and after three in a row (three releases
+ * during a stall of the server) its circuit breaker refuses every call, acquires and renewals too, for 5 s
+ * after etcd is back. The call itself goes on until etcd answers it.
+ */
 export const CLEANUP_DEADLINE_MS = 5_000;
+
+function deleteTimedOut(): Error {
+  return new Error(`etcd did not answer the delete within ${CLEANUP_DEADLINE_MS} ms; it is retried until etcd does`);
+}
 
 /** What a session needs from the pool that owns it. */
 export interface SessionOwner {
@@ -144,9 +154,9 @@ export class EtcdSession {
     const wasLost = this.lost;
     this.end();
     if (wasLost || this.leaseId === undefined) return Promise.resolve();
-    const revoke = this.owner.etcd
-      .revoke(this.leaseId, { deadline: Date.now() + CLEANUP_DEADLINE_MS })
-      .catch(() => undefined);
+    const revoke = withDeadline(this.owner.etcd.revoke(this.leaseId), CLEANUP_DEADLINE_MS, () => undefined).catch(
+      () => undefined,
+    );
     this.owner.background(revoke);
     return revoke;
   }
@@ -200,13 +210,13 @@ export class EtcdSession {
    */
   async deleteAndLeave(key: string, createRevision: string | undefined): Promise<boolean> {
     if (this.lost) return false;
-    const deadline = { deadline: Date.now() + CLEANUP_DEADLINE_MS };
     let deleted: boolean;
     try {
-      deleted =
+      const deletion =
         createRevision === undefined
-          ? await this.owner.etcd.deleteKey(key, deadline)
-          : await this.owner.etcd.deleteIfOurs(key, createRevision, deadline);
+          ? this.owner.etcd.deleteKey(key)
+          : this.owner.etcd.deleteIfOurs(key, createRevision);
+      deleted = await withDeadline(deletion, CLEANUP_DEADLINE_MS, deleteTimedOut);
     } catch (error) {
       if (!this.lost) this.undeleted.set(key, createRevision);
       throw error;
