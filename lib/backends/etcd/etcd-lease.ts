@@ -1,8 +1,5 @@
 import type { LeaseClient } from 'etcd3';
 
-/** gRPC call options (deadline, ...), named through etcd3 so we need no import of @grpc/grpc-js. */
-export type CallOptions = NonNullable<Parameters<LeaseClient['leaseGrant']>[1]>;
-
 /*
  * Lease calls on etcd3's raw LeaseClient. etcd3's `Lease` object runs its own keepalive loop and 'lost'
  * events we could not time or stop precisely; here every keepalive is one request we chose to send.
@@ -13,12 +10,8 @@ export interface GrantedLease {
   readonly ttlSeconds: number;
 }
 
-export async function grantLease(
-  leases: LeaseClient,
-  ttlSeconds: number,
-  options?: CallOptions,
-): Promise<GrantedLease> {
-  const response = await leases.leaseGrant({ TTL: ttlSeconds }, options);
+export async function grantLease(leases: LeaseClient, ttlSeconds: number): Promise<GrantedLease> {
+  const response = await leases.leaseGrant({ TTL: ttlSeconds });
   return { id: response.ID, ttlSeconds: Number(response.TTL) };
 }
 
@@ -99,9 +92,9 @@ function keepAliveStream(
 }
 
 /** Revokes the lease, deleting every key on it. Resolves false when the lease was already gone. */
-export async function revokeLease(leases: LeaseClient, leaseId: string, options?: CallOptions): Promise<boolean> {
+export async function revokeLease(leases: LeaseClient, leaseId: string): Promise<boolean> {
   try {
-    await leases.leaseRevoke({ ID: leaseId }, options);
+    await leases.leaseRevoke({ ID: leaseId });
     return true;
   } catch (error) {
     if (isLeaseNotFound(error)) return false;

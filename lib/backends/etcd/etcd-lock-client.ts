@@ -1,7 +1,7 @@
 import type { Etcd3 } from 'etcd3';
 import { LockBackendError, LockError } from '../../errors';
 import { DeletionWatch, watchDeletion, watchEarlierDeletions } from './etcd-deletion-watch';
-import { CallOptions, GrantedLease, grantLease, keepAliveMany, keepAliveOnce, revokeLease } from './etcd-lease';
+import { GrantedLease, grantLease, keepAliveMany, keepAliveOnce, revokeLease } from './etcd-lease';
 import type { QueueRules, WaitTarget } from './etcd-queue-rules';
 import {
   anyContenderRange,
@@ -29,7 +29,9 @@ export type Inspection =
 
 /**
  * The lock's requests on etcd3's raw clients (`kv`, `leaseClient`, the shared watch stream), each one round
- * trip. Errors come back as thrown by etcd3; callers map them with `toEtcdBackendError`.
+ * trip. Errors come back as thrown by etcd3; callers map them with `toEtcdBackendError`. No unary call carries a
+ * gRPC deadline (etcd3 would count one that passes as a failed host, see CLEANUP_DEADLINE_MS): callers bound
+ * their waits themselves.
  */
 export class EtcdLockClient {
   constructor(
@@ -37,8 +39,8 @@ export class EtcdLockClient {
     readonly address: string,
   ) {}
 
-  grant(ttlSeconds: number, options?: CallOptions): Promise<GrantedLease> {
-    return grantLease(this.client.leaseClient, ttlSeconds, options);
+  grant(ttlSeconds: number): Promise<GrantedLease> {
+    return grantLease(this.client.leaseClient, ttlSeconds);
   }
 
   keepAlive(leaseId: string, timeoutMs: number): Promise<number> {
@@ -62,8 +64,8 @@ export class EtcdLockClient {
     );
   }
 
-  revoke(leaseId: string, options?: CallOptions): Promise<boolean> {
-    return revokeLease(this.client.leaseClient, leaseId, options);
+  revoke(leaseId: string): Promise<boolean> {
+    return revokeLease(this.client.leaseClient, leaseId);
   }
 
   async enqueue(rules: QueueRules, key: string, token: string, leaseId: string): Promise<Enqueued> {
@@ -99,13 +101,13 @@ export class EtcdLockClient {
   }
 
   /** Deletes the key if it still has `createRevision`; false when it was gone or someone else's. */
-  async deleteIfOurs(key: string, createRevision: string, options?: CallOptions): Promise<boolean> {
-    return (await this.client.kv.txn(deleteIfOursTxn(key, createRevision), options)).succeeded;
+  async deleteIfOurs(key: string, createRevision: string): Promise<boolean> {
+    return (await this.client.kv.txn(deleteIfOursTxn(key, createRevision))).succeeded;
   }
 
   /** Deletes the key whatever its revision: only for a key whose name embeds our own lease id. */
-  async deleteKey(key: string, options?: CallOptions): Promise<boolean> {
-    return Number((await this.client.kv.deleteRange({ key: bytes(key) }, options)).deleted) > 0;
+  async deleteKey(key: string): Promise<boolean> {
+    return Number((await this.client.kv.deleteRange({ key: bytes(key) })).deleted) > 0;
   }
 
   /** Every key under `prefix`, oldest first, with its value, create revision and lease. */
