@@ -33,19 +33,27 @@ export class BackendCalls {
   /**
    * One attempt; null when the key is busy. Every uncontended acquire on a backend with `tryBeforeWait` (Redis)
    * comes through here: the deadline and the error mapping share one reaction. `operation` is the caller's
-   * (acquire() tries first too), so that the error names what the user called.
+   * (acquire() tries first too), so that the error names what the user called. `waitTimeout`: acquire()'s, when
+   * it is shorter than operationTimeout it bounds the try, so an acquire never outlasts it (0: no such bound).
    */
-  tryGrant(request: AcquireRequest, operation: 'acquire' | 'tryAcquire'): Promise<LockGrant | null> {
+  tryGrant(request: AcquireRequest, operation: 'acquire' | 'tryAcquire', waitTimeout = 0): Promise<LockGrant | null> {
     let attempt: Promise<LockGrant | null>;
     try {
-      attempt = this.backend.tryAcquire(request);
+      attempt = this.backend.tryAcquire(request, operation);
     } catch (error) {
       return Promise.reject(this.asLockError(operation, error));
     }
+    const byWaitTimeout = waitTimeout > 0 && waitTimeout < this.operationTimeout;
     return settleWithDeadline(
       attempt,
-      this.operationTimeout,
-      () => this.backendError(operation, `no reply within ${this.operationTimeout} ms`),
+      byWaitTimeout ? waitTimeout : this.operationTimeout,
+      () =>
+        this.backendError(
+          operation,
+          byWaitTimeout
+            ? `no reply within waitTimeout=${waitTimeout} ms`
+            : `no reply within ${this.operationTimeout} ms`,
+        ),
       (grant) => grant,
       (error: unknown) => {
         this.releaseLateGrant(request, attempt);

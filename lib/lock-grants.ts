@@ -40,8 +40,16 @@ export class LockGrants {
       return this.attempt('acquire', request, resolved, started, () => this.timedOut(request, resolved, started, 0));
     }
     if (this.backend.tryBeforeWait) {
-      // The uncontended fast path: one round trip, no wait machinery.
-      return this.attempt('acquire', request, resolved, started, () => this.wait(request, resolved, started, onWait));
+      // The uncontended fast path: one round trip, no wait machinery; a server that does not answer fails it by
+      // the waitTimeout, as it would fail the wait.
+      return this.attempt(
+        'acquire',
+        request,
+        resolved,
+        started,
+        () => this.wait(request, resolved, started, onWait),
+        resolved.waitTimeout,
+      );
     }
     return this.wait(request, resolved, started, onWait);
   }
@@ -53,7 +61,8 @@ export class LockGrants {
 
   /**
    * One attempt, then `otherwise()` when the key is busy or the grant arrived with no validity left. One reaction
-   * on the backend's answer: this is the path of every uncontended acquire on Redis.
+   * on the backend's answer: this is the path of every uncontended acquire on Redis. `waitTimeout`: see
+   * BackendCalls.tryGrant.
    */
   private attempt<T>(
     operation: 'acquire' | 'tryAcquire',
@@ -61,9 +70,10 @@ export class LockGrants {
     resolved: ResolvedLockOptions,
     started: number,
     otherwise: () => T | Promise<T>,
+    waitTimeout?: number,
   ): Promise<LockHandle | T> {
     return this.calls
-      .tryGrant(request, operation)
+      .tryGrant(request, operation, waitTimeout)
       .then((grant) => (grant ? this.adopt(request, grant, resolved, started) : null) ?? otherwise());
   }
 

@@ -29,8 +29,11 @@ export interface LockBackend {
    */
   readonly tryBeforeWait?: boolean;
 
-  /** One attempt, never waits for the key to become free. */
-  tryAcquire(request: AcquireRequest): Promise<LockGrant | null>;
+  /**
+   * One attempt, never waits for the key to become free. `operation` is the LockService call it serves, for the
+   * errors it raises: 'acquire' when the core tries first on a backend with `tryBeforeWait`; absent: 'tryAcquire'.
+   */
+  tryAcquire(request: AcquireRequest, operation?: 'acquire' | 'tryAcquire'): Promise<LockGrant | null>;
 
   /**
    * Waits until the key is granted. When `signal` aborts (the wait deadline passed), the backend

@@ -2,8 +2,10 @@ import { join } from 'node:path';
 import Redis from 'ioredis';
 import { LockBackendError } from '../../lib/errors/lock-backend.error';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
+import { LockService } from '../../lib/lock.service';
 import { freeTestPort } from '../support/free-port';
 import { killAllLineProcesses, LineProcess } from '../support/line-process';
+import { startRedis } from '../support/redis-server';
 import { within } from '../support/time';
 import { TS_REGISTER } from '../support/worker';
 import { deadline, lockRequest, NAMESPACE } from './redis-spec-helpers';
@@ -58,6 +60,45 @@ describe('Redis server unreachable', () => {
     }
     await backend.close();
     client.disconnect();
+  });
+
+  it('ends acquire() by its waitTimeout when that is shorter than operationTimeout, first try included, and names acquire', async () => {
+    const locks = new LockService(new RedisLockBackend({ url: `redis://127.0.0.1:${port}` }), {
+      keyPrefix: NAMESPACE,
+      operationTimeout: 20_000,
+    });
+    try {
+      const startedAt = performance.now();
+      const error = await locks.acquire('down', { waitTimeout: 500 }).catch((caught: unknown) => caught);
+      // Before, the first try waited for the whole operationTimeout (20 s here) while ioredis queued it.
+      expect(performance.now() - startedAt).toBeLessThan(5_000);
+      expect(error).toBeInstanceOf(LockBackendError);
+      expect(error).toMatchObject({ operation: 'acquire', address: `127.0.0.1:${port}` });
+      expect((error as Error).message).toContain('no reply within waitTimeout=500 ms');
+    } finally {
+      await locks.close();
+    }
+  });
+
+  it('names acquire, not the try it starts with, when the server answers with an error', async () => {
+    const server = await startRedis({ password: 'right-password' });
+    const url = server.url.replace('right-password', 'wrong-password');
+    const locks = new LockService(new RedisLockBackend({ url }), { keyPrefix: NAMESPACE });
+    try {
+      for (const [operation, call] of [
+        ['acquire', () => locks.acquire('refused', { waitTimeout: 2_000 })],
+        ['tryAcquire', () => locks.tryAcquire('refused')],
+      ] as const) {
+        const error = await call().catch((caught: unknown) => caught);
+        expect(error).toBeInstanceOf(LockBackendError);
+        expect(error).toMatchObject({ operation });
+        expect((error as Error).message).toContain(`failed during ${operation}: WRONGPASS`);
+        expect((error as Error).message).not.toContain('wrong-password');
+      }
+    } finally {
+      await locks.close();
+      await server.stop();
+    }
   });
 
   it('lets the process exit as soon as close() resolved: no disconnect timer of its own connections holds it', async () => {

@@ -87,9 +87,10 @@ export class RedisCommands {
 
   /**
    * One try that does not wait (tryAcquire, and LockService's first attempt): the grant, or null when the key is
-   * busy. One reaction on the script's reply, no async frames: this is every uncontended acquire.
+   * busy. One reaction on the script's reply, no async frames: this is every uncontended acquire. Errors name
+   * `operation`, the user's call.
    */
-  tryOnce(request: AcquireRequest): Promise<LockGrant | null> {
+  tryOnce(request: AcquireRequest, operation: 'acquire' | 'tryAcquire'): Promise<LockGrant | null> {
     const startedAt = performance.now();
     const call = runCall(
       this.client,
@@ -97,18 +98,18 @@ export class RedisCommands {
     );
     return call.then(
       (reply) => {
-        const outcome = this.outcomeOf(reply, request, startedAt, 'tryAcquire');
+        const outcome = this.outcomeOf(reply, request, startedAt, operation);
         if ('granted' in outcome) return outcome.granted;
         if ('tooLateBy' in outcome) {
           throw this.error(
-            'tryAcquire',
+            operation,
             `the server answered ${Math.ceil(outcome.tooLateBy)} ms after the ${request.ttl} ms lock's validity had passed`,
           );
         }
         return null;
       },
       (error: unknown) => {
-        throw this.toBackendError('tryAcquire', error);
+        throw this.toBackendError(operation, error);
       },
     );
   }

@@ -101,13 +101,13 @@ export class RedisLockBackend implements LockBackend {
     );
   }
 
-  tryAcquire(given: AcquireRequest): Promise<LockGrant | null> {
+  tryAcquire(given: AcquireRequest, operation: 'acquire' | 'tryAcquire' = 'tryAcquire'): Promise<LockGrant | null> {
     try {
-      this.lifecycle.assertOpen('tryAcquire');
+      this.lifecycle.assertOpen(operation);
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.commands.tryOnce(withStoredToken(given));
+    return this.commands.tryOnce(withStoredToken(given), operation);
   }
 
   async acquire(given: AcquireRequest, signal: AbortSignal): Promise<LockGrant> {
