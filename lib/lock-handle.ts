@@ -140,3 +140,19 @@ export class LockHandle implements AsyncDisposable {
     return this.releasing.then(() => kept);
   }
 }
+
+/**
+ * @internal What a nested acquire() or tryAcquire() returns in a call chain that already holds the lock: the same
+ * lock (key, tokens, renewals$, signal, extend()), whose release() does not free it. The outermost holder (the
+ * `run`, `@WithLock` or locked method that took it) releases it when it ends, as with Redisson's hold count.
+ * A view rather than a second LockHandle: one watchdog, one server lock.
+ */
+export function reentrantHandle(held: LockHandle): LockHandle {
+  const view = Object.create(held) as LockHandle;
+  Object.defineProperty(view, 'release', { value: releasedAlready });
+  return view;
+}
+
+function releasedAlready(): Promise<void> {
+  return Promise.resolve();
+}

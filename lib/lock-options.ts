@@ -7,7 +7,7 @@ export type LockMode = 'exclusive' | 'read' | 'write';
 
 /** Per-call options. Each one falls back to `LockServiceOptions.defaults`, then to the library default. */
 export interface LockOptions {
-  /** Exclusive (default), or a read/write lock. Not combinable with `permits`. */
+  /** Exclusive (default), or a read/write lock. 'read' and 'write' are not combinable with `permits`. */
   mode?: LockMode;
   /**
    * Makes the key a counting semaphore: at most `permits` holders at once, each with its own watchdog.

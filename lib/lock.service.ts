@@ -9,7 +9,7 @@ import { LockNotSupportedError } from './errors';
 import type { LockEvent } from './lock-event';
 import { LockEventHub } from './lock-event-hub';
 import { LockGrants } from './lock-grants';
-import type { LockHandle } from './lock-handle';
+import { type LockHandle, reentrantHandle } from './lock-handle';
 import { AcquireTracing, LockInstrumentation } from './lock-instrumentation';
 import { LockRequests } from './lock-requests';
 import {
@@ -109,9 +109,13 @@ export class LockService {
   /**
    * Waits up to `waitTimeout` for the key, woken by the server when the holder releases.
    * Throws LockTimeoutError when it stays busy, LockBackendError when the server cannot be reached.
+   * Reentrant: in a call chain that holds the key (`run`, `@WithLock`, a locked method), it returns at once a
+   * handle of that lock whose release() leaves it to the outermost holder.
    */
   async acquire(key: string, options?: LockOptions): Promise<LockHandle> {
     const { request, resolved } = this.prepare(key, options);
+    const inherited = this.inheritedLock(request.key, resolved);
+    if (inherited) return reentrantHandle(inherited);
     return this.tracing.trace('acquire', request, resolved, () => this.grants.acquire(request, resolved));
   }
 
@@ -127,9 +131,11 @@ export class LockService {
     return this.tracing.trace('acquire', request, resolved, () => this.grants.acquire(request, resolved, onWait));
   }
 
-  /** One attempt; resolves null at once when the key is busy. */
+  /** One attempt; resolves null at once when the key is busy. Reentrant like acquire(). */
   async tryAcquire(key: string, options?: LockOptions): Promise<LockHandle | null> {
     const { request, resolved } = this.prepare(key, options);
+    const inherited = this.inheritedLock(request.key, resolved);
+    if (inherited) return reentrantHandle(inherited);
     return this.tracing.trace('tryAcquire', request, resolved, () =>
       this.grants.tryAcquire(request, resolved, monotonicNow()),
     );

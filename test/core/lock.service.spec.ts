@@ -2,6 +2,7 @@ import { firstValueFrom } from 'rxjs';
 import {
   InvalidLockKeyError,
   LockBackendError,
+  LockHandle,
   LockLostError,
   LockNotSupportedError,
   LockService,
@@ -154,6 +155,44 @@ describe('LockService over the memory backend', () => {
     await next!.release();
   });
 
+  it('nested acquire() and tryAcquire() of a key the chain holds reuse its lock; only the outermost holder frees it', async () => {
+    await locks.run(
+      'doc',
+      async (outer) => {
+        const asked = recording.calls.acquire + recording.calls.tryAcquire;
+        const started = performance.now();
+        // Before, these waited for the chain's own lock: a LockTimeoutError, and null.
+        const nested = await locks.acquire('doc', { waitTimeout: 2_000 });
+        const tried = await locks.tryAcquire('doc');
+        expect(since(started)).toBeLessThan(1_000);
+        for (const handle of [nested, tried!]) {
+          expect(handle).toBeInstanceOf(LockHandle);
+          expect(handle).toMatchObject({ key: 'doc', token: outer.token, fencingToken: outer.fencingToken });
+          expect(handle.signal).toBe(outer.signal);
+          expect(handle.renewals$).toBe(outer.renewals$);
+          expect(JSON.stringify(handle)).toBe(JSON.stringify(outer));
+        }
+        // No second lock was asked of the backend.
+        expect(recording.calls.acquire + recording.calls.tryAcquire).toBe(asked);
+        await nested.release();
+        {
+          await using scoped = await locks.acquire('doc');
+          expect(scoped.isHeld).toBe(true);
+        }
+        expect(outer.isHeld).toBe(true);
+        expect(await locks.isLocked('doc')).toBe(true);
+        // A held exclusive lock covers a nested read.
+        await expect(locks.acquire('doc', { mode: 'read' })).resolves.toMatchObject({ token: outer.token });
+      },
+      { ttl: 10_000 },
+    );
+    expect(await locks.isLocked('doc')).toBe(false);
+    // Outside the chain, a second acquire waits as before.
+    const held = await locks.acquire('doc');
+    expect(await locks.tryAcquire('doc')).toBeNull();
+    await held.release();
+  });
+
   it('refuses, within one call chain, to upgrade a read lock it holds (it would wait for itself)', async () => {
     await locks.run(
       'doc',
@@ -161,6 +200,8 @@ describe('LockService over the memory backend', () => {
         expect(read.mode).toBe('read');
         await expect(locks.run('doc', () => 'never')).rejects.toBeInstanceOf(LockNotSupportedError);
         await expect(locks.run('doc', () => 'never', { mode: 'write' })).rejects.toThrow(/Take the write lock first/);
+        await expect(locks.acquire('doc')).rejects.toBeInstanceOf(LockNotSupportedError);
+        await expect(locks.tryAcquire('doc', { mode: 'write' })).rejects.toThrow(/Take the write lock first/);
         // Another read in the same chain reuses the read lock.
         await locks.run('doc', async (again) => expect(again).toBe(read), { mode: 'read' });
       },
