@@ -35,7 +35,7 @@ export interface LockRenewedLifecycleEvent extends LockEventBase {
   readonly renewalCount: number;
 }
 
-/** A renewal failed, but validity remains; the watchdog retries. */
+/** A renewal failed or went a whole period unanswered, but validity remains; the watchdog retries. */
 export interface LockAtRiskLifecycleEvent extends LockEventBase {
   readonly type: 'at-risk';
   readonly fencingToken: bigint;

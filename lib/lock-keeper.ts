@@ -174,6 +174,15 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
    * this one goes out now instead of after it; the chain still covers both, so release and extend wait for both.
    */
   [RENEW](alongside: boolean): Promise<RenewOutcome> {
+    // The last renewal has gone a whole period unanswered (a silent or slow server): say so before it is too late.
+    if (alongside && this.state === 'held') {
+      this.emitAtRisk(
+        this.backendError(
+          'extend',
+          'a renewal has had no answer for a whole renewal period; another goes out beside it',
+        ),
+      );
+    }
     return this.renew(this.ttl, undefined, alongside);
   }
 
@@ -220,7 +229,9 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
       } catch (error) {
         if (this.state !== 'held') return 'lost';
         if (monotonicNow() >= this.validUntil) {
-          this.markLost('the server could not be reached before its validity ended', error);
+          // A LockLostError: the batcher dropped the renewal unsent, its validity having ended first.
+          if (error instanceof LockLostError) this.markLost(this.expiryReason());
+          else this.markLost('the server could not be reached before its validity ended', error);
           return 'lost';
         }
         const failure = error instanceof LockError ? error : this.backendError('extend', String(error), error);
@@ -232,6 +243,21 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
       if (validUntil === null) {
         this.markLost('the server no longer has it: it expired, was deleted, or its lease was revoked');
         return 'lost';
+      }
+      // An answer that leaves no validity came back too late (the event loop was blocked while it waited to be
+      // read, or the server took longer than the ttl): the lock may have expired on the server meanwhile, so it is
+      // a failure, never a renewal.
+      const answeredAt = monotonicNow();
+      if (validUntil <= answeredAt) {
+        if (answeredAt >= this.validUntil) {
+          this.markLost(this.expiryReason());
+          return 'lost';
+        }
+        // A renewal beside this one kept the lock: this answer was only the later of the two.
+        const failure = this.backendError('extend', 'the answer came back after the validity it gave had ended');
+        onTransient?.(failure);
+        this.emitAtRisk(failure);
+        return 'retry';
       }
       // At the same ttl a renewal only moves the expiry forward on the server, so an answer that would move the
       // validity back is an earlier-sent one answering after a later one (two in flight): keep the later one's.

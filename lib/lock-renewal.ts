@@ -14,7 +14,10 @@ export interface LockRenewedEvent {
   readonly renewalCount: number;
 }
 
-/** A renewal failed for a transient reason (server slow or unreachable), but validity remains. The watchdog retries. */
+/**
+ * A renewal failed for a transient reason (server slow or unreachable), or went a whole period unanswered, but
+ * validity remains. The watchdog retries.
+ */
 export interface LockAtRiskEvent {
   readonly type: 'at-risk';
   readonly key: string;

@@ -1,5 +1,5 @@
 import type { HeldLock, LockBackend } from '../backends/lock-backend.interface';
-import { LockBackendError } from '../errors';
+import { LockBackendError, LockLostError } from '../errors';
 import { backendErrorOf } from '../errors/lock-backend.error';
 import { MAX_TIMER_DELAY, monotonicNow } from '../utils/clock';
 
@@ -25,6 +25,8 @@ export interface ValidityOwner {
 }
 
 const batchers = new WeakMap<LockBackend, ExtendBatcher>();
+
+const VALIDITY_ENDED_UNSENT = 'its validity ended before its renewal could be sent (the event loop was blocked)';
 
 /**
  * Gathers the extend calls made in one turn of the event loop and hands them to the backend's
@@ -67,11 +69,24 @@ export class ExtendBatcher {
     });
   }
 
+  /**
+   * Sends what gathered, except the extends whose validity ended while they waited for this turn (the event loop
+   * was blocked in between): someone else may hold the key by now, and an extend sent late would only keep it
+   * blocked longer (with a lock-delay). Those reject with a LockLostError.
+   */
   private flush(): void {
     this.flushScheduled = false;
-    const batch = this.pending;
+    const now = monotonicNow();
+    const batch: PendingExtend[] = [];
+    for (const item of this.pending) {
+      if (item.until.validUntil > now) batch.push(item);
+      else {
+        item.settled = true;
+        item.reject(new LockLostError(item.lock.key, VALIDITY_ENDED_UNSENT));
+      }
+    }
     this.pending = [];
-    this.send(batch);
+    if (batch.length > 0) this.send(batch);
   }
 
   private send(batch: PendingExtend[]): void {

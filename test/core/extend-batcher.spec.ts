@@ -71,6 +71,29 @@ describe('ExtendBatcher', () => {
     await a.release();
   });
 
+  it('never sends an extend whose validity ended before its batch went out (the loop was blocked): it is lost', async () => {
+    const stalled = await locks.acquire('stalled', { ttl: 10_000 });
+    const live = await locks.acquire('live', { ttl: 10_000 });
+    const batcher = ExtendBatcher.for(backend);
+    const extendsBefore = backend.calls.extend;
+    const batchesBefore = backend.batches.length;
+    const late = batcher
+      .extend(heldLock(stalled), 10_000, { validUntil: monotonicNow() + 20 })
+      .catch((e: unknown) => e);
+    const onTime = batcher.extend(heldLock(live), 10_000, { validUntil: monotonicNow() + 60_000 });
+    // Blocked past the first one's validity before the batch's turn came.
+    const end = Date.now() + 80;
+    while (Date.now() < end) {
+      /* spin */
+    }
+    expect(await late).toBeInstanceOf(LockLostError);
+    expect(((await late) as LockLostError).reason).toMatch(/validity ended before its renewal could be sent/);
+    expect(await onTime).toBeGreaterThan(monotonicNow());
+    // Only the live one went out (a batch of one goes through extend()).
+    expect(backend.calls.extend - extendsBefore).toBe(1);
+    expect(backend.batches.length).toBe(batchesBefore);
+  });
+
   it('rejects each extend of a silent batch at its own deadline, and ignores the answer that comes later', async () => {
     const lock = await locks.acquire('c', { ttl: 10_000 });
     const item = heldLock(lock);

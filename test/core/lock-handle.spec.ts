@@ -147,6 +147,45 @@ describe('LockHandle watchdog (core, over the memory backend with injected fault
     }
   });
 
+  it('warns at-risk while validity remains when a renewal goes a whole period unanswered (a silent server)', async () => {
+    const lock = await locks.acquire('file:silent', { ttl: 900 });
+    const events: LockRenewal[] = [];
+    lock.renewals$.subscribe({ next: (event) => events.push(event), error: () => undefined });
+    backend.extendFault = 'hang';
+    const reason = (await lostPromise(lock.signal)) as LockLostError;
+    backend.extendFault = 'none';
+    expect(reason).toBeInstanceOf(LockLostError);
+    // Before, a renewal that never answered gave no warning at all: the loss was the first news.
+    const warnings = events.filter((event) => event.type === 'at-risk');
+    expect(warnings.length).toBeGreaterThan(0);
+    expect(warnings[0]).toMatchObject({ remaining: expect.any(Number), error: expect.any(Error) });
+    expect((warnings[0] as { remaining: number }).remaining).toBeGreaterThan(0);
+    expect((warnings[0] as { error: Error }).error.message).toMatch(/no answer for a whole renewal period/);
+  });
+
+  it('never reports renewed for an answer read after its validity ended (the loop was blocked while it waited)', async () => {
+    backend.extendDelayMs = 150;
+    const lock = await locks.acquire('file:late-answer', { ttl: 600 });
+    const events: string[] = [];
+    lock.renewals$.subscribe({ next: (event) => events.push(event.type), error: () => undefined });
+    const lost = lostPromise(lock.signal);
+    const extendsBefore = backend.calls.extend;
+    // The first renewal is sent at about ttl/3; its answer is then 150 ms away when the loop blocks.
+    await new Promise<void>((resolve) => {
+      const poll = setInterval(() => {
+        if (backend.calls.extend === extendsBefore) return;
+        clearInterval(poll);
+        resolve();
+      }, 2);
+    });
+    blockEventLoop(1_500);
+    const reason = (await lost) as LockLostError;
+    backend.extendDelayMs = 0;
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect(reason.reason).toMatch(/validity ended/);
+    expect(events).not.toContain('renewed');
+  });
+
   it('extend(ttl) changes the validity and later renewals use it; extend on a lost lock rejects with LockLostError', async () => {
     const lock = await locks.acquire('file:7', { ttl: 1_500 });
     await lock.extend(5_000);

@@ -1,5 +1,7 @@
 import { join } from 'node:path';
 import Redis from 'ioredis';
+import type { LockRenewal } from '../../lib';
+import { LockLostError } from '../../lib/errors';
 import { LockBackendError } from '../../lib/errors/lock-backend.error';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
 import { LockService } from '../../lib/lock.service';
@@ -96,6 +98,30 @@ describe('Redis server unreachable', () => {
         expect((error as Error).message).not.toContain('wrong-password');
       }
     } finally {
+      await locks.close();
+      await server.stop();
+    }
+  });
+
+  it('warns at-risk while validity remains, then reports the loss, when the server goes silent (SIGSTOP)', async () => {
+    const server = await startRedis();
+    const locks = new LockService(new RedisLockBackend({ url: server.url }), { keyPrefix: NAMESPACE });
+    try {
+      const lock = await locks.acquire('silent', { ttl: 3_000 });
+      const events: LockRenewal[] = [];
+      const ended = new Promise<unknown>((resolve) =>
+        lock.renewals$.subscribe({ next: (event) => events.push(event), error: resolve }),
+      );
+      server.pause();
+      const error = await ended;
+      server.resume();
+      expect(error).toBeInstanceOf(LockLostError);
+      expect(lock.signal.aborted).toBe(true);
+      const warning = events.find((event) => event.type === 'at-risk');
+      expect(warning).toMatchObject({ type: 'at-risk', remaining: expect.any(Number) });
+      expect((warning as { remaining: number }).remaining).toBeGreaterThan(0);
+    } finally {
+      server.resume();
       await locks.close();
       await server.stop();
     }
