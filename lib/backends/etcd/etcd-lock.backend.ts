@@ -16,6 +16,7 @@ import { lockPrefix, parseContenderValue, READER_MARK, semaphorePrefix } from '.
 import { EtcdLockClient, toEtcdBackendError } from './etcd-lock-client';
 import { CLEANUP_DEADLINE_MS } from './etcd-session';
 import { EtcdSessions } from './etcd-sessions';
+import { withQuickHostRetry } from './etcd-fault-handling';
 import type { ElectionBackend } from '../../leader-election/election-backend.interface';
 import { EtcdElection } from '../../leader-election/etcd/etcd-election';
 
@@ -63,8 +64,8 @@ export class EtcdLockBackend implements LockBackend {
       this.ownsClient = false;
       this.address = describeHosts((this.client as unknown as { options?: EtcdConnectionOptions }).options?.hosts);
     } else {
-      const { Etcd3: Client } = loadOptionalPackage<typeof import('etcd3')>('etcd3', 'The etcd backend');
-      this.client = new Client(options);
+      const etcd3 = loadOptionalPackage<typeof import('etcd3')>('etcd3', 'The etcd backend');
+      this.client = new etcd3.Etcd3(withQuickHostRetry(options, etcd3));
       this.ownsClient = true;
       this.address = describeHosts(options.hosts);
     }
