@@ -157,6 +157,13 @@ function checkRenewInterval(renewInterval: unknown, ttl: number): asserts renewI
 
 function checkKnownOptions(options: object | undefined, what: string): void {
   checkOptionNames(options, KNOWN_LOCK_OPTIONS, what, '{ ttl: 30000 }');
+  if (options === undefined) return;
+  // `?? default` would read null as "unset": a `ttl: null` from a config file must not become 30 s unnoticed.
+  for (const [name, value] of Object.entries(options)) {
+    if (value === null) {
+      throw new TypeError(`Invalid ${name} null in ${what}: leave it out (or undefined) for the default.`);
+    }
+  }
 }
 
 /** Every key of every member of a union: the names one constructor takes in any of its forms. */

@@ -25,6 +25,9 @@ const BAD_OPTIONS: [string, LockOptions, string[]][] = [
   ['waitTimeout NaN', { waitTimeout: NaN }, ['waitTimeout', 'NaN']],
   ['renewInterval >= ttl', { ttl: 1_000, renewInterval: 1_000 }, ['renewInterval', '1000']],
   ['an unknown option', { ttl: 1_000, timeout: 500 } as LockOptions, ['timeout']],
+  // Not read as "unset": a null from a config file would otherwise silently become the default.
+  ['ttl null', { ttl: null } as unknown as LockOptions, ['ttl null']],
+  ['waitTimeout null', { waitTimeout: null } as unknown as LockOptions, ['waitTimeout null']],
 ];
 
 type Operation = (locks: LockService, key: string, options?: LockOptions) => Promise<unknown>;
