@@ -1,5 +1,5 @@
 import { HttpStatus } from '@nestjs/common';
-import { InvalidLockKeyError, LockBackendError, LockLostError, LockTimeoutError } from '../errors';
+import { InvalidLockKeyError, LockBackendError, LockError, LockLostError, LockTimeoutError } from '../errors';
 import { UnresolvedPlaceholderError } from '../errors/unresolved-placeholder.error';
 
 /** What a client is told about a lock failure, whatever the transport. */
@@ -17,8 +17,11 @@ export interface LockErrorResponse {
 /**
  * The response for a lock failure, or undefined for any other error.
  * Busy -> 409; lost while running, or backend unreachable -> 503; bad key or placeholder -> 400.
+ * An exception filter sees what `@WithLock` threw over HTTP: an HttpException whose `cause` is the lock error.
+ * That cause is read too, so `describeLockError(exception)` works in a filter as it does on the error itself.
  */
 export function describeLockError(error: unknown): LockErrorResponse | undefined {
+  if (!(error instanceof LockError) && error instanceof Error && error.cause instanceof LockError) error = error.cause;
   if (error instanceof LockTimeoutError) {
     return response(
       HttpStatus.CONFLICT,

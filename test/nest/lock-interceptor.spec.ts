@@ -1,7 +1,11 @@
 /* eslint-disable @typescript-eslint/unbound-method -- methods are read here as values (metadata, parameter names), never called unbound */
 import {
+  ArgumentsHost,
   Body,
+  Catch,
   Controller,
+  ExceptionFilter,
+  HttpException,
   Get,
   Injectable,
   INestApplication,
@@ -24,6 +28,7 @@ import { CurrentLock } from '../../lib/decorators/current-lock.decorator';
 import { WithLock } from '../../lib/decorators/with-lock.decorator';
 import { LockTimeoutError } from '../../lib/errors';
 import { LockInterceptor } from '../../lib/interceptors/lock.interceptor';
+import { describeLockError } from '../../lib/interceptors/lock-error-response';
 import { InvalidKeyTemplateError } from '../../lib/errors';
 import { LockHandle } from '../../lib/lock-handle';
 import { LockService } from '../../lib/lock.service';
@@ -225,6 +230,54 @@ describe('LockInterceptor over HTTP (memory backend)', () => {
     expect(second.headers['retry-after']).toBe('1');
     gates.open('write:2');
     expect((await first).status).toBe(200);
+  });
+
+  it("lets an app's own exception filter describe a @WithLock failure with describeLockError", async () => {
+    const seen: unknown[] = [];
+    @Catch()
+    class LockErrorsFilter implements ExceptionFilter {
+      catch(exception: unknown, host: ArgumentsHost): void {
+        seen.push(exception);
+        const body = describeLockError(exception);
+        host
+          .switchToHttp()
+          .getResponse<{ status(code: number): { json(body: unknown): void } }>()
+          .status(body ? 499 : 500)
+          .json({ mine: true, ...body });
+      }
+    }
+    const moduleRef = await Test.createTestingModule({
+      imports: [DistributedLockModule.forRoot({ backend, defaults: { ttl: 5_000, waitTimeout: 5_000 } })],
+      controllers: [FilesController],
+      providers: [DocumentService, { provide: Gates, useValue: gates }],
+    }).compile();
+    const filtered = moduleRef.createNestApplication({ logger: false });
+    filtered.useGlobalFilters(new LockErrorsFilter());
+    await filtered.init();
+    let second: request.Response;
+    try {
+      const first = request(filtered.getHttpServer())
+        .put('/files/filtered')
+        .then((response) => response);
+      await gates.entered('write:filtered');
+      second = await request(filtered.getHttpServer()).put('/files/filtered');
+      gates.open('write:filtered');
+      expect((await first).status).toBe(200);
+    } finally {
+      await filtered.close();
+    }
+    // The filter gets the HttpException @WithLock threw; describeLockError reads the LockTimeoutError behind it.
+    expect(seen[0]).toBeInstanceOf(HttpException);
+    expect(second.status).toBe(499);
+    expect(second.body).toEqual({
+      mine: true,
+      statusCode: 409,
+      error: 'Conflict',
+      message: 'The resource is locked by another request: "file:filtered".',
+      code: 'LockTimeoutError',
+      key: 'file:filtered',
+    });
+    expect(describeLockError(new HttpException('plain', 418))).toBeUndefined();
   });
 
   it('serialises requests on the same key and lets other keys run in parallel', async () => {
