@@ -111,6 +111,26 @@ export function unreachableElectionCases(label: string, backendAt: (port: number
         await locks.close();
       }
     });
+
+    it('observe() errors with a LockBackendError after its reads keep failing, rather than wait in silence', async () => {
+      const port = await freeTestPort();
+      const locks = new LockService(backendAt(port));
+      const elections = new LeaderElection(locks, { operationTimeout: DEAD_OPERATION_TIMEOUT });
+      try {
+        const started = performance.now();
+        const error: unknown = await firstValueFrom(elections.observe(uniqueName('dead-observe'))).then(
+          () => new Error('observe() emitted against a dead port'),
+          (rejection: unknown) => rejection,
+        );
+        expect(error).toBeInstanceOf(LockBackendError);
+        expect((error as LockBackendError).message).toContain(String(port));
+        // Ten failed reads with backoff (docs: about 8 s), each bounded.
+        expect(since(started)).toBeLessThan(40_000);
+      } finally {
+        await elections.close();
+        await locks.close();
+      }
+    }, 60_000);
   });
 }
 

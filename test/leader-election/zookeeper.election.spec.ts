@@ -12,6 +12,7 @@ import {
   TestZooKeeperServer,
 } from '../support/zookeeper-server';
 import { killAllLineProcesses, LineProcess } from '../support/line-process';
+import { within } from '../support/time';
 import { AdminClient } from '../zookeeper/zookeeper-spec-helpers';
 import {
   electionContract,
@@ -172,6 +173,41 @@ describe('ZooKeeper leadership loss', () => {
       await ours.close();
     }
   });
+});
+
+describe('ZooKeeper observe() across a session expiry', () => {
+  it("keeps following: a leader elected after the observer's session expired is reported", async () => {
+    const name = uniqueName('observe-expiry');
+    const observer = zookeeperInstance(2_000);
+    const before = zookeeperInstance(2_000);
+    const after = zookeeperInstance();
+    const seen: (string | null)[] = [];
+    let reportedAfter!: () => void;
+    const afterReported = new Promise<void>((resolve) => (reportedAfter = resolve));
+    const subscription = observer.elections.observe(name).subscribe({
+      next: (leader) => {
+        seen.push(leader?.value ?? null);
+        if (leader?.value === 'after') reportedAfter();
+      },
+      error: (error: unknown) => seen.push(`error: ${String(error)}`),
+    });
+    try {
+      await before.elections.campaign(name, { value: 'before' });
+      await leaderWhere(observer.elections.observe(name), (leader) => leader?.value === 'before');
+      // Past both 2 s sessions: the server expires them when it runs again, and with them the observer's watches.
+      server.pause();
+      await new Promise((resolve) => setTimeout(resolve, 6_000));
+      server.resume();
+      await after.elections.campaign(name, { value: 'after' });
+      // Before, the observer's one-shot watches had died with its session: it never reported 'after'.
+      await within(afterReported, 20_000, 'the observer reporting the leader elected after the expiry');
+      expect(seen.filter((value) => value?.startsWith('error'))).toEqual([]);
+    } finally {
+      server.resume();
+      subscription.unsubscribe();
+      await Promise.all([observer.close(), before.close(), after.close()]);
+    }
+  }, 60_000);
 });
 
 async function waitForContenders(admin: AdminClient, name: string, count: number): Promise<void> {

@@ -173,7 +173,11 @@ export class RedisElection implements ElectionBackend {
           }
           wake?.(); // read too: the new leader's ttl, or who leads after a message we cannot parse
         });
-        await raceAbort(subscription.ready, stopper.signal, () => stopper.signal.reason);
+        // Through call(): a subscriber that cannot connect fails with the client's own error, which needs naming.
+        await this.call(
+          'observe',
+          raceAbort(subscription.ready, stopper.signal, () => stopper.signal.reason),
+        );
       } catch (error) {
         if (!stopper.signal.aborted) onError(error);
         return stop();

@@ -92,7 +92,14 @@ export class ZooKeeperElection implements ElectionBackend {
     }
   }
 
-  /** LeaderLatch's getLeader() after every change: a watch on the children and one on the leader's node. */
+  /**
+   * LeaderLatch's getLeader() after every change: a watch on the children and one on the leader's node.
+   *
+   * Watches belong to a session: a new one (after an expiry) has none of them, and they cannot tell what changed
+   * while the connection was down. So every session event reads again. A read while not connected would only
+   * queue until the server is back, so it fails at once and backs off (ObserveFailures): a server that stays away
+   * ends the observation with an error, as on etcd.
+   */
   watch(
     namespace: string,
     name: string,
@@ -100,9 +107,13 @@ export class ZooKeeperElection implements ElectionBackend {
     onError: (error: unknown) => void,
   ): () => void {
     const parent = lockPath(namespace, name);
+    const { session } = this.ctx;
     const stopper = new AbortController();
+    let wake: (() => void) | undefined;
+    const stopEvents = session.onEvent(() => wake?.());
     const stop = () => {
       stopper.abort();
+      stopEvents();
       this.stops.delete(stop);
     };
     this.stops.add(stop);
@@ -111,7 +122,9 @@ export class ZooKeeperElection implements ElectionBackend {
       while (!stopper.signal.aborted) {
         let fire!: () => void;
         const changed = new Promise<void>((resolve) => (fire = resolve));
+        wake = fire;
         try {
+          if (!session.isConnected) throw new Error(session.describeConnection() ?? 'not connected to ZooKeeper');
           const leader = await this.readLeader(parent, fire);
           if (stopper.signal.aborted) return;
           failures.reset();
