@@ -118,6 +118,23 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     await lock.release();
   });
 
+  it('a busy lock ends in LockTimeoutError when the wait ends while a minority has not answered yet', async () => {
+    const holder = service();
+    const held = await holder.acquire('busy-silent', { ttl: 20_000 });
+    const silent = Array.from({ length: count - quorum }, (_, index) => count - 1 - index);
+    for (const index of silent) servers[index].pause();
+    try {
+      // requestTimeout (1 s by default) outlasts the wait: the round is still open when waitTimeout ends.
+      const waiter = service();
+      const error = await waiter.acquire('busy-silent', { waitTimeout: 500 }).catch((failure: unknown) => failure);
+      // Before, the silent minority made it a LockQuorumError, though a majority had answered "busy".
+      expect(error).toBeInstanceOf(LockTimeoutError);
+    } finally {
+      for (const index of silent) servers[index].resume();
+    }
+    await held.release();
+  });
+
   it(`still grants, extends and releases with ${count - quorum} instance(s) down`, async () => {
     const down = Array.from({ length: count - quorum }, (_, index) => index);
     await kill(...down);

@@ -75,8 +75,10 @@ export class RedlockWaiter {
           waiter: this.ticket,
         });
         if (round.type === 'aborted') {
-          // Before any round was decided, the instances that had not answered are the problem.
-          const silent = round.failures.length > 0 ? this.set.quorumErrorOf('acquire', round.failures) : undefined;
+          // Before any round was decided, the instances that had not answered are the problem, if they are too many
+          // for a majority to have answered; when a majority did, the key was simply busy (LockTimeoutError).
+          const tooFew = round.failures.length > this.set.instances.length - this.set.quorum;
+          const silent = tooFew ? this.set.quorumErrorOf('acquire', round.failures) : undefined;
           throw this.abortReason(anyRoundDecided ? this.lastProblem : silent);
         }
         anyRoundDecided = true;
