@@ -14,11 +14,20 @@ export class LockBackendError extends LockError {
     options?: { cause?: unknown },
   ) {
     super(
-      `${backend} backend at ${address} failed during ${operation}: ${detail.replace(/\.+$/, '')}. ` +
-        `Check that the server is running and reachable from this process.`,
+      `${backend} backend at ${address} failed during ${operation}: ${detail.replace(/\.+$/, '')}. ${whatToCheck(detail)}`,
       options && 'cause' in options ? { cause: withoutCommandArguments(options.cause) } : options,
     );
   }
+}
+
+/** Refusals of the credentials or of a command: a reachable server, so "is it running?" would mislead. */
+const REFUSED_ACCESS =
+  /\b(NOPERM|WRONGPASS|NOAUTH|NO_AUTH|AUTH_FAILED|PERMISSION_DENIED|permission denied|authentication failed)\b/i;
+
+function whatToCheck(detail: string): string {
+  return REFUSED_ACCESS.test(detail)
+    ? 'The server refused the credentials or the command: check the user, its password and its permissions (ACL).'
+    : 'Check that the server is running and reachable from this process.';
 }
 
 /**

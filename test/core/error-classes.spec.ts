@@ -33,6 +33,20 @@ describe('error classes', () => {
     expect(message('Reached the max retries per request limit')).toBe(expected);
   });
 
+  it('LockBackendError points at credentials and permissions, not reachability, when the server refused access', () => {
+    const message = (detail: string) =>
+      new errors.LockBackendError('redis', '127.0.0.1:6380', 'acquire', detail).message;
+    for (const detail of [
+      'WRONGPASS invalid username-password pair or user is disabled.',
+      "NOPERM this user has no permissions to run the 'evalsha' command",
+      'NOAUTH Authentication required.',
+    ]) {
+      expect(message(detail)).toMatch(/check the user, its password and its permissions \(ACL\)\.$/);
+      expect(message(detail)).not.toContain('running and reachable');
+    }
+    expect(message('connect ECONNREFUSED 127.0.0.1:6380')).toMatch(/running and reachable from this process\.$/);
+  });
+
   it("a backend's own words on its connection join the core's LockBackendError; a backend that fails to say changes nothing", () => {
     const backend = { kind: 'redis', address: '127.0.0.1:6380' };
     const down = { ...backend, describeConnection: () => 'connection reconnecting' };

@@ -95,6 +95,8 @@ describe('Redis server unreachable', () => {
         expect(error).toBeInstanceOf(LockBackendError);
         expect(error).toMatchObject({ operation });
         expect((error as Error).message).toContain(`failed during ${operation}: WRONGPASS`);
+        // The server answered: the hint is about credentials, not about whether it runs.
+        expect((error as Error).message).toContain('check the user, its password and its permissions');
         expect((error as Error).message).not.toContain('wrong-password');
       }
     } finally {
