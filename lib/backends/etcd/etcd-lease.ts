@@ -92,9 +92,13 @@ function keepAliveStream(
 }
 
 /** Revokes the lease, deleting every key on it. Resolves false when the lease was already gone. */
-export async function revokeLease(leases: LeaseClient, leaseId: string): Promise<boolean> {
+export async function revokeLease(
+  leases: LeaseClient,
+  leaseId: string,
+  callOptions?: { deadline: number },
+): Promise<boolean> {
   try {
-    await leases.leaseRevoke({ ID: leaseId });
+    await leases.leaseRevoke({ ID: leaseId }, callOptions);
     return true;
   } catch (error) {
     if (isLeaseNotFound(error)) return false;

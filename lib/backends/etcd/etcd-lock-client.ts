@@ -28,10 +28,18 @@ export type Inspection =
   | { readonly present: true; readonly blocker: WaitTarget | undefined; readonly revision: bigint };
 
 /**
+ * The gRPC deadline of our clean-up calls (deletes, revokes, whose wait is CLEANUP_DEADLINE_MS): how long the call
+ * itself may run. Far past our own wait, so a stall of etcd shorter than this never trips etcd3's breaker; finite,
+ * because gRPC does not end a call when its channel is closed, and a delete sent to a server that never answers
+ * (a black-holed network) would otherwise keep a closed process alive for ever.
+ */
+export const CLEANUP_CALL_LIFETIME_MS = 30_000;
+
+/**
  * The lock's requests on etcd3's raw clients (`kv`, `leaseClient`, the shared watch stream), each one round
- * trip. Errors come back as thrown by etcd3; callers map them with `toEtcdBackendError`. No unary call carries a
- * gRPC deadline (etcd3 would count one that passes as a failed host, see CLEANUP_DEADLINE_MS): callers bound
- * their waits themselves.
+ * trip. Errors come back as thrown by etcd3; callers map them with `toEtcdBackendError`. Callers bound their waits
+ * themselves: a gRPC deadline that passes counts as a failed host for etcd3 (see CLEANUP_DEADLINE_MS), so only
+ * the clean-up calls (deletes, revokes) carry one, a long one (CLEANUP_CALL_LIFETIME_MS), so that they end.
  */
 export class EtcdLockClient {
   constructor(
@@ -65,7 +73,7 @@ export class EtcdLockClient {
   }
 
   revoke(leaseId: string): Promise<boolean> {
-    return revokeLease(this.client.leaseClient, leaseId);
+    return revokeLease(this.client.leaseClient, leaseId, cleanupCallOptions());
   }
 
   async enqueue(rules: QueueRules, key: string, token: string, leaseId: string): Promise<Enqueued> {
@@ -102,12 +110,12 @@ export class EtcdLockClient {
 
   /** Deletes the key if it still has `createRevision`; false when it was gone or someone else's. */
   async deleteIfOurs(key: string, createRevision: string): Promise<boolean> {
-    return (await this.client.kv.txn(deleteIfOursTxn(key, createRevision))).succeeded;
+    return (await this.client.kv.txn(deleteIfOursTxn(key, createRevision), cleanupCallOptions())).succeeded;
   }
 
   /** Deletes the key whatever its revision: only for a key whose name embeds our own lease id. */
   async deleteKey(key: string): Promise<boolean> {
-    return Number((await this.client.kv.deleteRange({ key: bytes(key) })).deleted) > 0;
+    return Number((await this.client.kv.deleteRange({ key: bytes(key) }, cleanupCallOptions())).deleted) > 0;
   }
 
   /** Every key under `prefix`, oldest first, with its value, create revision and lease. */
@@ -158,3 +166,8 @@ const BROKEN_CIRCUIT = 'BrokenCircuitError';
 const BROKEN_CIRCUIT_MEANS =
   'etcd3 refuses calls for a few seconds after several in a row could not reach the server: ' +
   'the connection was refused, unavailable or timed out';
+
+/** A clean-up call's own gRPC deadline (CLEANUP_CALL_LIFETIME_MS). */
+function cleanupCallOptions(): { deadline: number } {
+  return { deadline: Date.now() + CLEANUP_CALL_LIFETIME_MS };
+}
