@@ -3,6 +3,7 @@ import type { LockHandle } from '../../lib/lock-handle';
 import type { HeldLock } from '../../lib/backends/lock-backend.interface';
 import { monotonicNow } from '../../lib/utils/clock';
 import { ExtendBatcher } from '../../lib/watchdog/extend-batcher';
+import { blockEventLoop } from '../support/time';
 import { FaultyBackend } from './faulty-backend';
 
 /** FaultyBackend with the batch form of extend, so renewals go through ExtendBatcher's batches. */
@@ -82,10 +83,7 @@ describe('ExtendBatcher', () => {
       .catch((e: unknown) => e);
     const onTime = batcher.extend(heldLock(live), 10_000, { validUntil: monotonicNow() + 60_000 });
     // Blocked past the first one's validity before the batch's turn came.
-    const end = Date.now() + 80;
-    while (Date.now() < end) {
-      /* spin */
-    }
+    blockEventLoop(80);
     expect(await late).toBeInstanceOf(LockLostError);
     expect(((await late) as LockLostError).reason).toMatch(/validity ended before its renewal could be sent/);
     expect(await onTime).toBeGreaterThan(monotonicNow());

@@ -2,6 +2,7 @@ import { firstValueFrom, lastValueFrom, toArray } from 'rxjs';
 import { LockLostError, LockService, LockTimeoutError, MemoryLockBackend } from '../../lib';
 import type { LockEvent } from '../../lib';
 import { runInLockScope } from '../../lib/context/lock-context';
+import { blockEventLoop } from '../support/time';
 import { FaultyBackend } from './faulty-backend';
 
 describe('LockService.events$ and maxHold', () => {
@@ -83,8 +84,7 @@ describe('LockService.events$ and maxHold', () => {
     const locks = new LockService(new MemoryLockBackend());
     const lock = await locks.acquire('blocked', { ttl: 200, maxHold: 100 });
     // Blocks before the watchdog's first tick, so no tick ever saw maxHold pass.
-    const until = Date.now() + 400;
-    while (Date.now() < until);
+    blockEventLoop(400);
     const error = await lastValueFrom(lock.renewals$).catch((e) => e);
     expect(error).toBeInstanceOf(LockLostError);
     expect(error.message).toMatch(/maxHold=100 ms.*event loop was blocked/);

@@ -1,15 +1,8 @@
 import { firstValueFrom, lastValueFrom, take, toArray } from 'rxjs';
 import { LockLostError, LockService } from '../../lib';
 import type { LockRenewal } from '../../lib';
+import { blockEventLoop } from '../support/time';
 import { FaultyBackend } from './faulty-backend';
-
-/** Blocks the event loop synchronously, as a CPU-bound handler or a long GC pause would. */
-function blockEventLoop(ms: number): void {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    /* spin */
-  }
-}
 
 function lostPromise(signal: AbortSignal): Promise<unknown> {
   return new Promise((resolve) => signal.addEventListener('abort', () => resolve(signal.reason), { once: true }));

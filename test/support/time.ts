@@ -5,6 +5,14 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/** Blocks the event loop synchronously, as a CPU-bound handler or a long GC pause would. */
+export function blockEventLoop(ms: number): void {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    /* spin */
+  }
+}
+
 /** Milliseconds since `start` (a performance.now() reading). */
 export function since(start: number): number {
   return performance.now() - start;
