@@ -14,7 +14,7 @@ type InstanceWrapper = ReturnType<DiscoveryService['getProviders']>[number];
 /**
  * Interceptors only reach route handlers, so `@WithLock` methods of ordinary providers are found here,
  * once the module initialises, and replaced on the instance with a locked version.
- * Controllers are left to LockInterceptor.
+ * Controllers and WebSocket gateways' message handlers are left to LockInterceptor.
  */
 @Injectable()
 export class LockExplorer implements OnModuleInit {
@@ -62,14 +62,18 @@ export class LockExplorer implements OnModuleInit {
     // Controllers are locked by their LockInterceptor.
     if (!prototype || controllerClasses.has(instance.constructor)) return;
     const className = instance.constructor?.name ?? String(wrapper.name);
-    if (this.metadata.getWithLock(instance.constructor)) {
+    const allMethodNames = this.scanner.getAllMethodNames(prototype);
+    const isGateway = allMethodNames.some((name) => this.metadata.isWebSocketHandler(prototype[name]));
+    // On a gateway, a class-level @WithLock reaches every message handler through its LockInterceptor.
+    if (this.metadata.getWithLock(instance.constructor) && !isGateway) {
       this.logger.warn(
         `@WithLock on the class ${className} has no effect: on providers it goes on each method to lock (class-level @WithLock is for controllers).`,
       );
     }
-    const methodNames = this.scanner
-      .getAllMethodNames(prototype)
-      .filter((name) => this.metadata.getWithLock(prototype[name]));
+    // A gateway's message handlers are route handlers: their LockInterceptor locks them.
+    const methodNames = allMethodNames.filter(
+      (name) => this.metadata.getWithLock(prototype[name]) && !this.metadata.isWebSocketHandler(prototype[name]),
+    );
     if (methodNames.length === 0) return;
     const job = methodNames.find((name) => isScheduledJob(prototype[name]));
     if (job !== undefined) {
