@@ -4,10 +4,13 @@ import type { WithLockMetadata } from '../decorators/with-lock-metadata';
 import { WITH_LOCK_METADATA } from '../distributed-lock.constants';
 
 /**
- * What `@SubscribeMessage` sets on a WebSocket gateway's handler (Nest 5 to 12). Read by its value: the
- * constant lives under a deep path of @nestjs/websockets, an optional package.
+ * What `@SubscribeMessage` sets on a WebSocket gateway's handler (Nest 5 to 12), and what GraphQL resolver methods
+ * carry (`@Query`, `@Mutation`, `@Subscription`: their type; `@ResolveField`: a flag) (@nestjs/graphql 13 and 14). Read by
+ * value: the constants live under deep paths of optional packages.
  */
 const WS_MESSAGE_HANDLER_METADATA = 'websockets:message_mapping';
+const GRAPHQL_ROOT_RESOLVER_METADATA = 'graphql:resolver_type';
+const GRAPHQL_FIELD_RESOLVER_METADATA = 'graphql:resolve_property';
 
 /** The Reflector look-ups the explorer needs, in one place. */
 @Injectable()
@@ -22,10 +25,16 @@ export class LockMetadataAccessor {
   }
 
   /**
-   * A WebSocket gateway's `@SubscribeMessage` handler. Nest calls it from the prototype through the gateway's
-   * interceptors, so `@WithLock` there is LockInterceptor's job, with placeholders read from the message payload.
+   * A handler Nest calls from the prototype through its interceptors: a WebSocket gateway's `@SubscribeMessage`
+   * method or a GraphQL resolver method. `@WithLock` there is LockInterceptor's job, with placeholders read from
+   * the message payload or the resolver's arguments.
    */
-  isWebSocketHandler(method: unknown): boolean {
-    return typeof method === 'function' && this.reflector.get<unknown>(WS_MESSAGE_HANDLER_METADATA, method) === true;
+  isInterceptedHandler(method: unknown): boolean {
+    if (typeof method !== 'function') return false;
+    return (
+      this.reflector.get<unknown>(WS_MESSAGE_HANDLER_METADATA, method) === true ||
+      this.reflector.get<unknown>(GRAPHQL_ROOT_RESOLVER_METADATA, method) !== undefined ||
+      this.reflector.get<unknown>(GRAPHQL_FIELD_RESOLVER_METADATA, method) === true
+    );
   }
 }

@@ -14,7 +14,7 @@ type InstanceWrapper = ReturnType<DiscoveryService['getProviders']>[number];
 /**
  * Interceptors only reach route handlers, so `@WithLock` methods of ordinary providers are found here,
  * once the module initialises, and replaced on the instance with a locked version.
- * Controllers and WebSocket gateways' message handlers are left to LockInterceptor.
+ * Controllers, WebSocket gateways' message handlers and GraphQL resolver methods are left to LockInterceptor.
  */
 @Injectable()
 export class LockExplorer implements OnModuleInit {
@@ -63,16 +63,16 @@ export class LockExplorer implements OnModuleInit {
     if (!prototype || controllerClasses.has(instance.constructor)) return;
     const className = instance.constructor?.name ?? String(wrapper.name);
     const allMethodNames = this.scanner.getAllMethodNames(prototype);
-    const isGateway = allMethodNames.some((name) => this.metadata.isWebSocketHandler(prototype[name]));
-    // On a gateway, a class-level @WithLock reaches every message handler through its LockInterceptor.
-    if (this.metadata.getWithLock(instance.constructor) && !isGateway) {
+    const isHandlerHost = allMethodNames.some((name) => this.metadata.isInterceptedHandler(prototype[name]));
+    // On a gateway or resolver, a class-level @WithLock reaches every handler through its LockInterceptor.
+    if (this.metadata.getWithLock(instance.constructor) && !isHandlerHost) {
       this.logger.warn(
         `@WithLock on the class ${className} has no effect: on providers it goes on each method to lock (class-level @WithLock is for controllers).`,
       );
     }
-    // A gateway's message handlers are route handlers: their LockInterceptor locks them.
+    // Gateway message handlers and resolver methods are route handlers: their LockInterceptor locks them.
     const methodNames = allMethodNames.filter(
-      (name) => this.metadata.getWithLock(prototype[name]) && !this.metadata.isWebSocketHandler(prototype[name]),
+      (name) => this.metadata.getWithLock(prototype[name]) && !this.metadata.isInterceptedHandler(prototype[name]),
     );
     if (methodNames.length === 0) return;
     const job = methodNames.find((name) => isScheduledJob(prototype[name]));

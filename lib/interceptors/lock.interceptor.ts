@@ -112,8 +112,8 @@ export class LockInterceptor implements NestInterceptor {
   }
 
   /**
-   * Turns a lock failure into what the transport answers (see describeLockError): an HttpException, or an
-   * RpcException / WsException carrying the same body. Other errors pass through unchanged.
+   * Turns a lock failure into what the transport answers (see describeLockError): an HttpException (HTTP and
+   * GraphQL), or an RpcException / WsException carrying the same body. Other errors pass through unchanged.
    */
   protected mapError(error: unknown, context: ExecutionContext): unknown {
     const response = describeLockError(error);
@@ -122,6 +122,9 @@ export class LockInterceptor implements NestInterceptor {
       case 'http':
         if (error instanceof LockTimeoutError)
           this.setHeader(context, 'Retry-After', String(this.retryAfterSeconds(error)));
+        return new HttpException(response, response.statusCode, { cause: error });
+      case 'graphql':
+        // @nestjs/graphql answers an HttpException as a GraphQL error with the body in its extensions.
         return new HttpException(response, response.statusCode, { cause: error });
       case 'rpc':
         return transportException('@nestjs/microservices', 'RpcException', response) ?? error;

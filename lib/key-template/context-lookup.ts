@@ -1,5 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { httpRequest, rpcData, wsData } from '../utils/context-args';
+import { graphqlArgs, httpRequest, rpcData, wsData } from '../utils/context-args';
 import type { Placeholder } from './parse-key-template';
 import { readPath } from './read-path';
 import type { PlaceholderLookup } from './render-key-template';
@@ -9,7 +9,10 @@ const EXPLICIT_SOURCES: ReadonlySet<string> = new Set<RequestSource>(['params', 
 /** Where a bare `<<name>>` is looked for, in order. */
 const BARE_NAME_SOURCES: readonly RequestSource[] = ['params', 'query', 'body'];
 
-/** Resolves placeholders for a Nest handler: HTTP requests, or the message payload of RPC and WebSocket handlers. */
+/**
+ * Resolves placeholders for a Nest handler: HTTP requests, the message payload of RPC and WebSocket handlers, or
+ * a GraphQL resolver's arguments.
+ */
 export function contextLookup(context: ExecutionContext): PlaceholderLookup {
   const type = context.getType<string>();
   switch (type) {
@@ -19,9 +22,11 @@ export function contextLookup(context: ExecutionContext): PlaceholderLookup {
       return payloadLookup(rpcData(context));
     case 'ws':
       return payloadLookup(wsData(context));
+    case 'graphql':
+      return payloadLookup(graphqlArgs(context));
     default:
       throw new TypeError(
-        `@WithLock key templates with placeholders work in http, rpc and ws handlers, not in "${type}" ones. ` +
+        `@WithLock key templates with placeholders work in http, rpc, ws and graphql handlers, not in "${type}" ones. ` +
           `Pass a function instead: @WithLock((context) => 'key:' + ...).`,
       );
   }
@@ -49,7 +54,7 @@ export function httpLookup(request: unknown): PlaceholderLookup {
   };
 }
 
-/** RPC and WebSocket: the name is a path into the message payload (`<<id>>` is `data.id`). */
+/** RPC, WebSocket and GraphQL: the name is a path into the message payload or the resolver's arguments (`<<id>>` is `data.id`). */
 export function payloadLookup(payload: unknown): PlaceholderLookup {
   return ({ path }: Placeholder) => readPath(payload, path);
 }

@@ -44,3 +44,8 @@ export function rpcData(context: ArgumentsHost): unknown {
 export function wsData(context: ArgumentsHost): unknown {
   return context.getArgByIndex<unknown>(1);
 }
+
+/** GqlExecutionContext.getArgs(): a resolver's arguments (root, args, context, info). */
+export function graphqlArgs(context: ArgumentsHost): unknown {
+  return context.getArgByIndex<unknown>(1);
+}

@@ -126,7 +126,7 @@ describe('HTTP placeholders', () => {
   });
 });
 
-describe('RPC and WebSocket placeholders', () => {
+describe('RPC, WebSocket and GraphQL placeholders', () => {
   it('resolve from the message payload', () => {
     expect(
       renderKeyTemplate(
@@ -138,11 +138,13 @@ describe('RPC and WebSocket placeholders', () => {
     expect(renderKeyTemplate(parseKeyTemplate('job:<<id>>'), contextLookup(rpc))).toBe('job:r1');
     const ws = new TypedContext('ws', [{ client: true }, { id: 'w1' }]);
     expect(renderKeyTemplate(parseKeyTemplate('room:<<id>>'), contextLookup(ws))).toBe('room:w1');
+    const graphql = new TypedContext('graphql', [{ root: true }, { input: { id: 'g1' } }, {}, {}]);
+    expect(renderKeyTemplate(parseKeyTemplate('order:<<input.id>>'), contextLookup(graphql))).toBe('order:g1');
   });
 
   it('refuses other context types with a pointer to the function form', () => {
-    const graphql = new TypedContext('graphql', []);
-    expect(() => contextLookup(graphql)).toThrow(/Pass a function instead/);
+    const custom = new TypedContext('custom-transport', []);
+    expect(() => contextLookup(custom)).toThrow(/not in "custom-transport" ones\. Pass a function instead/);
   });
 });
 

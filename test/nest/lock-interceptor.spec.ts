@@ -488,24 +488,25 @@ describe('LockInterceptor in other context types', () => {
     }
   }
 
-  function graphqlContext(handler: Function): TypedContext {
-    return new TypedContext('graphql', [{}, { id: 1 }, {}, {}], Resolver, handler);
+  /** A transport this library does not know (a custom transport strategy's own context type). */
+  function customContext(handler: Function): TypedContext {
+    return new TypedContext('custom-transport', [{}, { id: 1 }, {}, {}], Resolver, handler);
   }
 
   it('locks a template without placeholders, and leaves lock errors unmapped', async () => {
     const locks = new LockService(new MemoryLockBackend());
     const interceptor = new LockInterceptor(locks, new Reflector());
     const next = { handle: () => of(Resolver.prototype.resolve()) };
-    await expect(firstValueFrom(interceptor.intercept(graphqlContext(Resolver.prototype.resolve), next))).resolves.toBe(
+    await expect(firstValueFrom(interceptor.intercept(customContext(Resolver.prototype.resolve), next))).resolves.toBe(
       'resolved',
     );
     const held = await locks.acquire('static-key');
     await expect(
-      firstValueFrom(interceptor.intercept(graphqlContext(Resolver.prototype.resolve), next)),
+      firstValueFrom(interceptor.intercept(customContext(Resolver.prototype.resolve), next)),
     ).rejects.toBeInstanceOf(LockTimeoutError);
     await held.release();
     await expect(
-      firstValueFrom(interceptor.intercept(graphqlContext(Resolver.prototype.withPlaceholder), next)),
+      firstValueFrom(interceptor.intercept(customContext(Resolver.prototype.withPlaceholder), next)),
     ).rejects.toThrow(/Pass a function instead/);
     await locks.close();
   });
