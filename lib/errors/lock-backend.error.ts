@@ -20,14 +20,37 @@ export class LockBackendError extends LockError {
   }
 }
 
-/** Refusals of the credentials or of a command: a reachable server, so "is it running?" would mislead. */
+/**
+ * Refusals of the credentials or of a command: a reachable server, so "is it running?" would mislead. A script
+ * whose command the ACL refuses fails with "The user executing the script can't <verb> ..." (Redis 7).
+ */
 const REFUSED_ACCESS =
-  /\b(NOPERM|WRONGPASS|NOAUTH|NO_AUTH|AUTH_FAILED|PERMISSION_DENIED|permission denied|authentication failed)\b/i;
+  /\b(NOPERM|WRONGPASS|NOAUTH|NO_AUTH|AUTH_FAILED|PERMISSION_DENIED|permission denied|authentication failed|user executing the script can't)\b/i;
+
+/** Errors of the client the app passed in, not of the server: what to change in its set-up. */
+const CLIENT_SET_UP: ReadonlyArray<readonly [RegExp, string]> = [
+  [
+    /The client is closed/,
+    'The client is not connected, or was closed: call `await client.connect()` before passing it to the backend, ' +
+      'and close it only after the LockService.',
+  ],
+  [
+    /enableOfflineQueue/,
+    "The client is not connected yet and its offline queue is disabled: pass it once it is 'ready', or leave " +
+      'enableOfflineQueue on.',
+  ],
+  [
+    /subscriber mode|are allowed in this context/i,
+    'The client is subscribed to channels, so it takes no other commands: pass a client that is not in subscriber ' +
+      'mode (the backend opens its own subscriber connection).',
+  ],
+];
 
 function whatToCheck(detail: string): string {
-  return REFUSED_ACCESS.test(detail)
-    ? 'The server refused the credentials or the command: check the user, its password and its permissions (ACL).'
-    : 'Check that the server is running and reachable from this process.';
+  if (REFUSED_ACCESS.test(detail))
+    return 'The server refused the credentials or the command: check the user, its password and its permissions (ACL).';
+  for (const [pattern, advice] of CLIENT_SET_UP) if (pattern.test(detail)) return advice;
+  return 'Check that the server is running and reachable from this process.';
 }
 
 /**

@@ -40,11 +40,30 @@ describe('error classes', () => {
       'WRONGPASS invalid username-password pair or user is disabled.',
       "NOPERM this user has no permissions to run the 'evalsha' command",
       'NOAUTH Authentication required.',
+      "ERR The user executing the script can't publish to the channel mentioned in the command script: locks:{k}:released",
     ]) {
       expect(message(detail)).toMatch(/check the user, its password and its permissions \(ACL\)\.$/);
       expect(message(detail)).not.toContain('running and reachable');
     }
     expect(message('connect ECONNREFUSED 127.0.0.1:6380')).toMatch(/running and reachable from this process\.$/);
+  });
+
+  it('LockBackendError points at the client set-up when the client, not the server, refused the command', () => {
+    const message = (detail: string) =>
+      new errors.LockBackendError('redis', '127.0.0.1:6380', 'acquire', detail).message;
+    const cases: [string, RegExp][] = [
+      ['The client is closed (connection end)', /call `await client\.connect\(\)` before passing it/],
+      ["Stream isn't writeable and enableOfflineQueue options is false", /offline queue is disabled/],
+      ['Connection in subscriber mode, only subscriber commands may be used', /not in subscriber mode/],
+      [
+        "ERR Can't execute 'evalsha': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+        /not in subscriber mode/,
+      ],
+    ];
+    for (const [detail, advice] of cases) {
+      expect(message(detail)).toMatch(advice);
+      expect(message(detail)).not.toContain('running and reachable');
+    }
   });
 
   it("a backend's own words on its connection join the core's LockBackendError; a backend that fails to say changes nothing", () => {

@@ -1,4 +1,4 @@
-import Redis from 'ioredis';
+import Redis, { type RedisOptions } from 'ioredis';
 import { filter, firstValueFrom } from 'rxjs';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
 import { LockLostError, LockNotSupportedError } from '../../lib/errors';
@@ -12,8 +12,8 @@ import { electionContract, instanceOn, uniqueName, unreachableElectionCases, wai
 
 const TTL = 1_500;
 
-function redisInstance(url: string, ttl = TTL) {
-  const client = new Redis(url);
+function redisInstance(url: string, ttl = TTL, clientOptions: RedisOptions = {}) {
+  const client = new Redis(url, clientOptions);
   client.on('error', () => undefined);
   return instanceOn(new RedisLockBackend({ client, recheckInterval: 500 }), ttl, () => void client.disconnect());
 }
@@ -24,6 +24,14 @@ electionContract('redis', async () => ({
   ttl: TTL,
   proclaims: true,
   instance: async () => redisInstance(sharedRedisUrl()),
+  close: async () => undefined,
+}));
+
+// ioredis' keyPrefix prefixes the election's keys, not its channel: observers must still hear every change.
+electionContract('redis, with an ioredis keyPrefix', async () => ({
+  ttl: TTL,
+  proclaims: true,
+  instance: async () => redisInstance(sharedRedisUrl(), TTL, { keyPrefix: 'app:' }),
   close: async () => undefined,
 }));
 

@@ -154,6 +154,66 @@ describe('Redis backend over a node-redis client', () => {
     expect(String(list).trim().split('\n')).toHaveLength(1);
   });
 
+  it('never takes a lock through its own client when the password is wrong, even where the default user is open', async () => {
+    // node-redis sends commands queued during connect() right after a failed AUTH, as the default user.
+    await admin.call('ACL', 'SETUSER', 'app', 'reset', 'on', '>right-pass', '~*', '&*', '+@all');
+    const locks = new LockService(
+      new RedisLockBackend({ url: server.url.replace('redis://', 'redis://app:wrong-pass@'), clientPackage: 'redis' }),
+      { keyPrefix: NAMESPACE, operationTimeout: OPERATION_TIMEOUT },
+    );
+    try {
+      const error = await locks.tryAcquire('wrong-pass').then(
+        (handle) => new Error(`granted with a wrong password (token ${handle?.fencingToken})`),
+        (caught: unknown) => caught,
+      );
+      expect(error).toBeInstanceOf(LockBackendError);
+      expect((error as Error).message).toMatch(/WRONGPASS/);
+      expect((error as Error).message).toMatch(/check the user, its password and its permissions \(ACL\)/);
+      expect((error as Error).message).not.toContain('wrong-pass');
+      expect(await admin.exists(`${NAMESPACE}:{wrong-pass}`)).toBe(0);
+    } finally {
+      await locks.close();
+      await admin.call('ACL', 'DELUSER', 'app');
+    }
+  });
+
+  it('says the connection is reconnecting, not connecting, when a connected client lost its server', async () => {
+    const own = await startRedis();
+    const client = createNodeRedisClient(own.url, 2);
+    const locks = new LockService(new RedisLockBackend({ client }), {
+      keyPrefix: NAMESPACE,
+      operationTimeout: OPERATION_TIMEOUT,
+    });
+    try {
+      await (await locks.acquire('before-outage')).release();
+      await own.kill('SIGKILL');
+      const error = await locks.tryAcquire('during-outage').catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(LockBackendError);
+      expect((error as Error).message).toContain('connection reconnecting');
+    } finally {
+      await locks.close();
+      await closeNodeRedisClient(client);
+      await own.stop();
+    }
+  });
+
+  it('tells the app to connect a client it passed in without connecting it', async () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { createClient } = require('redis') as typeof import('redis');
+    const client = createClient({ url: server.url });
+    const locks = new LockService(new RedisLockBackend({ client }), {
+      keyPrefix: NAMESPACE,
+      operationTimeout: OPERATION_TIMEOUT,
+    });
+    try {
+      const error = await locks.tryAcquire('unconnected').catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(LockBackendError);
+      expect((error as Error).message).toContain('call `await client.connect()` before passing it');
+    } finally {
+      await locks.close();
+    }
+  });
+
   it("fails a dead server's acquire from its own client ({ url }) with the connection error, never the password", async () => {
     const port = await freeTestPort();
     const backend = new RedisLockBackend({ url: `redis://u:hunter2-secret@127.0.0.1:${port}`, clientPackage: 'redis' });

@@ -199,16 +199,16 @@ export function releaseCall(
       tag: keys.tag,
     };
   }
-  // Without queues the script gets only the lock key and the token: fewer keys and arguments are a measurable
-  // share of its cost. It derives the release channel from the lock key (a channel is no key, see redis-keys.ts).
+  // Without queues the script gets only the lock key, the token and the channel: fewer keys and arguments are a
+  // measurable share of its cost.
   return fifo
     ? {
         script: RELEASE_SCRIPT,
         keys: [keys.lock, keys.queue, keys.queueExpiry, keys.fence],
-        args: [token, fenceRetention],
+        args: [token, keys.channel, fenceRetention],
         tag: keys.tag,
       }
-    : { script: RELEASE_SCRIPT, keys: [keys.lock], args: [token], tag: keys.tag };
+    : { script: RELEASE_SCRIPT, keys: [keys.lock], args: [token, keys.channel], tag: keys.tag };
 }
 
 /**

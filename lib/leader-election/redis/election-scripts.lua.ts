@@ -15,7 +15,7 @@ import type { LeaderInfo } from '../election-backend.interface';
  */
 
 /**
- * KEYS: [1] leader, [2] fence, [3] channel. ARGV: [1] token, [2] value, [3] ttl ms, [4] fence ttl ms.
+ * KEYS: [1] leader, [2] fence. ARGV: [1] token, [2] value, [3] ttl ms, [4] fence ttl ms, [5] channel.
  * Returns {1, term} when we lead (also when a retried call finds us leading already), else {0, ms the leader has left}.
  */
 export const CAMPAIGN_SCRIPT = new RedisScript(
@@ -23,7 +23,7 @@ export const CAMPAIGN_SCRIPT = new RedisScript(
   lua(
     LUA_NEXT_FENCE,
     `
-local leader, fence, channel = KEYS[1], KEYS[2], KEYS[3]
+local leader, fence, channel = KEYS[1], KEYS[2], ARGV[5]
 local token, value, ttl, fence_ttl = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local current = redis.call('HGET', leader, 'token')
 if current == token then return {1, redis.call('HGET', leader, 'term')} end
@@ -51,7 +51,7 @@ return 1
 `,
 );
 
-/** KEYS: [1] leader, [2] channel. ARGV: [1] token, [2] value. 1 when still ours and updated, else 0. */
+/** KEYS: [1] leader. ARGV: [1] token, [2] value, [3] channel. 1 when still ours and updated, else 0. */
 export const PROCLAIM_SCRIPT = new RedisScript(
   'election-proclaim',
   `
@@ -59,19 +59,19 @@ local fields = redis.call('HMGET', KEYS[1], 'token', 'term')
 if fields[1] ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'value', ARGV[2])
 local step = redis.call('HINCRBY', KEYS[1], 'step', 1)
-redis.call('PUBLISH', KEYS[2], 'proclaimed ' .. fields[2] .. ' ' .. step .. ' ' .. ARGV[2])
+redis.call('PUBLISH', ARGV[3], 'proclaimed ' .. fields[2] .. ' ' .. step .. ' ' .. ARGV[2])
 return 1
 `,
 );
 
-/** KEYS: [1] leader, [2] channel. ARGV: [1] token. 1 when it was ours and is deleted, else 0 (never deletes another's). */
+/** KEYS: [1] leader. ARGV: [1] token, [2] channel. 1 when it was ours and is deleted, else 0 (never deletes another's). */
 export const RESIGN_SCRIPT = new RedisScript(
   'election-resign',
   `
 local fields = redis.call('HMGET', KEYS[1], 'token', 'term')
 if fields[1] ~= ARGV[1] then return 0 end
+redis.call('PUBLISH', ARGV[2], 'resigned ' .. fields[2])
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', KEYS[2], 'resigned ' .. fields[2])
 return 1
 `,
 );

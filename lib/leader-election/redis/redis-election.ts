@@ -68,8 +68,8 @@ export class RedisElection implements ElectionBackend {
         const startedAt = monotonicNow();
         const attempt = CAMPAIGN_SCRIPT.run(
           this.client,
-          [keys.leader, keys.fence, keys.channel],
-          [request.token, request.value, request.ttl, request.ttl + FENCE_GRACE_MS],
+          [keys.leader, keys.fence],
+          [request.token, request.value, request.ttl, request.ttl + FENCE_GRACE_MS, keys.channel],
         );
         // ioredis queues commands while offline without limit: the caller's signal bounds the wait for a reply.
         const reply = await raceAbort(this.call('campaign', attempt), signal, () => signal.reason);
@@ -93,7 +93,7 @@ export class RedisElection implements ElectionBackend {
     } catch (error) {
       // A campaign call may have been granted after the abort: resign it in the background.
       if (signal.aborted)
-        void RESIGN_SCRIPT.run(this.client, [keys.leader, keys.channel], [request.token]).catch(() => undefined);
+        void RESIGN_SCRIPT.run(this.client, [keys.leader], [request.token, keys.channel]).catch(() => undefined);
       throw error;
     } finally {
       subscription?.unsubscribe();
@@ -113,13 +113,13 @@ export class RedisElection implements ElectionBackend {
   async proclaim(grant: ElectionGrant, value: string): Promise<boolean> {
     const { keys, token } = grant.state as RedisGrantState;
     return (
-      (await this.call('proclaim', PROCLAIM_SCRIPT.run(this.client, [keys.leader, keys.channel], [token, value]))) === 1
+      (await this.call('proclaim', PROCLAIM_SCRIPT.run(this.client, [keys.leader], [token, value, keys.channel]))) === 1
     );
   }
 
   async resign(grant: ElectionGrant): Promise<boolean> {
     const { keys, token } = grant.state as RedisGrantState;
-    return (await this.call('resign', RESIGN_SCRIPT.run(this.client, [keys.leader, keys.channel], [token]))) === 1;
+    return (await this.call('resign', RESIGN_SCRIPT.run(this.client, [keys.leader], [token, keys.channel]))) === 1;
   }
 
   async leader(namespace: string, name: string): Promise<LeaderInfo | null> {

@@ -42,11 +42,30 @@ const CLOSE_TIMEOUT_MS = 1_000;
 export class NodeRedisPort implements RedisPort {
   readonly address: string;
   readonly isCluster = false;
-  private everReady = false;
+  private everReady: boolean;
+  /** Set while a client we created connects: commands wait for it (see the constructor). */
+  private connecting?: Promise<unknown>;
 
-  constructor(readonly client: NodeRedisLockClient) {
+  /**
+   * `connecting`: the `connect()` of a client the backend created itself. node-redis sends the commands queued
+   * during a connect right after the handshake even when its AUTH failed, so they would run as the `default`
+   * user: a wrong password could then take locks. Our commands wait for the connect instead, within the
+   * caller's deadline. (A client the app passes in is its to connect; the docs say to await `connect()`.)
+   */
+  constructor(
+    readonly client: NodeRedisLockClient,
+    connecting?: Promise<unknown>,
+  ) {
     const socket = (client.options as { socket?: object } | undefined)?.socket ?? {};
     this.address = describeAddress(socket);
+    this.everReady = client.isReady;
+    // So an outage after the first connect reads 'reconnecting', also for a client passed in while connecting.
+    if (!this.everReady) (client as unknown as NodeRedisConnection).once('ready', () => (this.everReady = true));
+    if (connecting) {
+      this.connecting = connecting;
+      const done = () => (this.connecting = undefined);
+      connecting.then(done, done);
+    }
   }
 
   status(): string {
@@ -105,6 +124,7 @@ export class NodeRedisPort implements RedisPort {
   }
 
   private send(args: readonly string[]): Promise<unknown> {
+    if (this.connecting) return this.connecting.then(() => this.client.sendCommand(args)).then(normaliseReply);
     return this.client.sendCommand(args).then(normaliseReply);
   }
 }

@@ -53,7 +53,8 @@ interface NodeRedisPackage {
 /**
  * node-redis from the URL plus `redisOptions`, whose connection fields are spelled the ioredis way (host,
  * port, path, db) and mapped to node-redis' (socket.host, socket.port, socket.path, database); the other
- * fields go to createClient as they are (e.g. `RESP: 3`). Connected at once: commands wait for it.
+ * fields go to createClient as they are (e.g. `RESP: 3`). Connected at once; our commands wait for the connect
+ * (see NodeRedisPort).
  */
 function createNodeRedis(
   options: { url?: string; redisOptions?: RedisConnectionOptions },
@@ -73,6 +74,7 @@ function createNodeRedis(
     ...(db !== undefined && { database: db }),
   });
   client.on('error', onError);
-  client.connect().catch(onError);
-  return { port: new NodeRedisPort(client), close: () => closeNodeRedisClient(client) };
+  const connecting = client.connect();
+  connecting.catch(onError);
+  return { port: new NodeRedisPort(client, connecting), close: () => closeNodeRedisClient(client) };
 }
