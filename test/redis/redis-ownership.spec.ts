@@ -2,7 +2,7 @@ import Redis from 'ioredis';
 import { LockBackendError } from '../../lib/errors/lock-backend.error';
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
-import { driftAllowance } from '../../lib/backends/redis/validity';
+import { driftAllowance } from '../../lib/utils/drift-allowance';
 import { startRedis, type TestRedisServer } from '../support/redis-server';
 import { eventually, held, lockRequest, NAMESPACE } from './redis-spec-helpers';
 

@@ -1,3 +1,5 @@
+import { driftAllowance } from '../../utils/drift-allowance';
+
 /**
  * What an etcd grant carries in `LockGrant.state`. The core hands the same object back to extend/release;
  * extend() moves the key to a session lease of another ttl when the ttl changes, so the lease fields are mutable.
@@ -34,10 +36,6 @@ export function leaseSecondsFor(ttlMs: number, lockDelay = 0): number {
  */
 export function validUntil(startedAt: number, ttlMs: number, leaseTtlSeconds: number): number {
   return startedAt + Math.min(ttlMs, leaseTtlSeconds * 1000) - driftAllowance(ttlMs);
-}
-
-function driftAllowance(ttlMs: number): number {
-  return Math.floor(ttlMs * 0.01) + 2;
 }
 
 export function asEtcdLockState(state: unknown): EtcdLockState {

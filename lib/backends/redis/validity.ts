@@ -1,3 +1,5 @@
+import { DEFAULT_DRIFT_FACTOR, driftAllowance } from '../../utils/drift-allowance';
+
 /**
  * When a lock granted (or extended) with `ttl` ms is certainly still ours, on our monotonic clock.
  *
@@ -8,14 +10,8 @@
  * expiry in whole milliseconds and may expire a key up to a millisecond early (the 2 ms).
  * For very short ttls the allowance is capped at half the ttl, so a grant is still usable at all.
  */
-export const DEFAULT_DRIFT_FACTOR = 0.01;
-
 export function validityEnd(startedAt: number, ttl: number, driftFactor = DEFAULT_DRIFT_FACTOR): number {
   return startedAt + ttl - driftAllowance(ttl, driftFactor);
-}
-
-export function driftAllowance(ttl: number, driftFactor = DEFAULT_DRIFT_FACTOR): number {
-  return Math.min(ttl * driftFactor + 2, ttl / 2);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { fenceRetentionOf } from '../redis/fence-retention';
 import type { RedisLockClient } from '../redis/redis-client';
-import { DEFAULT_DRIFT_FACTOR } from '../redis/validity';
+import { DEFAULT_DRIFT_FACTOR } from '../../utils/drift-allowance';
 
 export interface RedlockBackendOptions {
   /**

@@ -1,3 +1,5 @@
+import { driftAllowance } from '../../utils/drift-allowance';
+
 /** What a ZooKeeper grant carries in `LockGrant.state`; the core hands it back to extend/release. */
 export interface ZooKeeperLockState {
   /** Our contender node `/<ns>/<key>/_c_<token>-<lock-|__READ__|__WRIT__><sequence>`, or our lease `/<ns>/<key>/leases/_c_<token>-lease-<sequence>`. */
@@ -26,7 +28,7 @@ export function asZooKeeperLockState(state: unknown): ZooKeeperLockState {
  */
 export function validUntil(startedAt: number, ttlMs: number, sessionTimeoutMs: number): number {
   const span = Math.min(ttlMs, sessionTimeoutMs);
-  return startedAt + span - (Math.floor(span * 0.01) + 2);
+  return startedAt + span - driftAllowance(span);
 }
 
 /** A zxid (8 bytes, big-endian) as a bigint. */
