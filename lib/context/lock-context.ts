@@ -8,7 +8,8 @@ import type { LockHandle } from '../lock-handle';
  */
 export class LockScope {
   /** The locks of the innermost `@WithLock` handler or method of this scope, for `@CurrentLock()`. */
-  handlerLockSet?: { readonly handles: ReadonlyMap<string, LockHandle> } = undefined;
+  handlerLockSet?: { readonly handles: ReadonlyMap<string, LockHandle>; readonly namesSeveralKeys: boolean } =
+    undefined;
 
   constructor(
     /**

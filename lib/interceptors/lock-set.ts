@@ -24,6 +24,11 @@ export class LockSet {
     private readonly held: readonly LockHandle[],
     /** The handles this set acquired itself and must release. */
     private readonly owned: readonly LockHandle[],
+    /**
+     * The call named more than one key, even if they turned out to be one (a transfer from `x` to `x`): its
+     * handler expects the Map of `@CurrentLock()` either way.
+     */
+    readonly namesSeveralKeys: boolean,
   ) {}
 
   /** Every key of the call, in acquisition order, with its handle. Built on first use: most calls never ask. */
@@ -66,7 +71,7 @@ export class LockSet {
         if (!inherited) break;
         held[index] = inherited;
       }
-      if (index === ordered.length) return new LockSet(service, ordered, held, owned);
+      if (index === ordered.length) return new LockSet(service, ordered, held, owned, keys.length > 1);
       return service.acquireCancellable(ordered[index], options, onWait).then((handle) => {
         owned.push(handle);
         held[index] = handle;

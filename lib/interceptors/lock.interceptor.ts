@@ -77,8 +77,11 @@ export class LockInterceptor implements NestInterceptor {
     if (context.getType() !== 'http') return undefined;
     return (cancel) => {
       const response = rawResponse(context);
+      const left = () => cancel(new ClientLeftError());
+      // It may have left already, before the wait began (during a slow guard): its 'close' has fired then.
+      if (response?.destroyed && !response.writableFinished) return left();
       response?.once?.('close', () => {
-        if (!response.writableFinished) cancel(new Error('the client disconnected while waiting for the lock'));
+        if (!response.writableFinished) left();
       });
     };
   }
@@ -116,6 +119,8 @@ export class LockInterceptor implements NestInterceptor {
    * GraphQL), or an RpcException / WsException carrying the same body. Other errors pass through unchanged.
    */
   protected mapError(error: unknown, context: ExecutionContext): unknown {
+    // Nobody is there to answer; an HttpException keeps Nest from logging a server error per client that gave up.
+    if (error instanceof ClientLeftError) return new HttpException(CLIENT_CLOSED_REQUEST_BODY, 499, { cause: error });
     const response = describeLockError(error);
     if (!response) return error;
     switch (context.getType<string>()) {
@@ -147,6 +152,22 @@ export class LockInterceptor implements NestInterceptor {
     else response?.setHeader?.(name, value);
   }
 }
+
+/** Why a queued HTTP request stopped waiting: its client disconnected. */
+class ClientLeftError extends Error {
+  override readonly name = 'ClientLeftError';
+
+  constructor() {
+    super('the client disconnected while waiting for the lock');
+  }
+}
+
+/** What nginx calls status 499; sent to a closed connection, so only logs and metrics ever see it. */
+const CLIENT_CLOSED_REQUEST_BODY = {
+  statusCode: 499,
+  error: 'Client Closed Request',
+  message: 'The client disconnected while waiting for the lock.',
+};
 
 /** The Node response under Express's (the same object) or Fastify's (`reply.raw`). */
 function rawResponse(context: ExecutionContext): NodeResponseLike | undefined {

@@ -90,7 +90,7 @@ export class ScheduledJob {
       const grantedAt = monotonicNow();
       const scope = currentLockScope()!;
       scope.hold(handle);
-      scope.handlerLockSet = { handles: new Map([[handle.key, handle]]) };
+      scope.handlerLockSet = { handles: new Map([[handle.key, handle]]), namesSeveralKeys: false };
       const lost = handle.signal;
       try {
         return await raceAbort(Promise.resolve().then(work), lost, () => lost.reason);

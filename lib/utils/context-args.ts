@@ -17,6 +17,8 @@ export interface HttpRequestLike {
 export interface NodeResponseLike {
   once?: (event: string, listener: () => void) => unknown;
   writableFinished?: boolean;
+  /** True once the connection closed (Node sets it before 'close' fires). */
+  destroyed?: boolean;
   setHeader?: (name: string, value: string) => unknown;
 }
 
