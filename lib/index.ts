@@ -68,7 +68,12 @@ export type { RedlockBackendOptions } from './backends/redlock/redlock.backend';
 export { EtcdLockBackend } from './backends/etcd/etcd-lock.backend';
 export type { EtcdLockBackendOptions, EtcdClient, EtcdConnectionOptions } from './backends/etcd/etcd-lock.backend';
 export { ZooKeeperLockBackend } from './backends/zookeeper/zookeeper-lock.backend';
-export type { ZooKeeperLockBackendOptions, ZooKeeperClient } from './backends/zookeeper/zookeeper-lock.backend';
+export type {
+  ZooKeeperAcl,
+  ZooKeeperAuthInfo,
+  ZooKeeperClient,
+  ZooKeeperLockBackendOptions,
+} from './backends/zookeeper/zookeeper-lock.backend';
 
 // --- Leader election ---
 export { LeaderElection } from './leader-election/leader-election.service';

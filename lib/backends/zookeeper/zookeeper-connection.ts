@@ -6,6 +6,7 @@ import { closeOwnedClient, containSocketHandlerErrors, dropSilentConnections } f
 import { PendingCalls } from './pending-calls';
 import { describeConnectionString, readConnectionString, sessionIdOf, STATE } from './zookeeper-client-facts';
 import { ZK_ERROR } from './zookeeper-errors';
+import type { ZooKeeperAcl, ZooKeeperAuthInfo } from './zookeeper-client';
 
 /**
  * What happened to the session our lock nodes live on, in Curator's terms:
@@ -21,8 +22,14 @@ export type SessionEvent =
   | { readonly type: 'connected'; readonly sessionId: string };
 
 export type SessionSource =
-  | { readonly client: Client }
-  | { readonly connectionString: string; readonly sessionTimeout: number; readonly spinDelay?: number };
+  | { readonly client: Client; readonly acl?: readonly ZooKeeperAcl[] }
+  | {
+      readonly connectionString: string;
+      readonly sessionTimeout: number;
+      readonly spinDelay?: number;
+      readonly authInfo?: readonly ZooKeeperAuthInfo[];
+      readonly acl?: readonly ZooKeeperAcl[];
+    };
 
 type ZooKeeperModule = typeof import('node-zookeeper-client');
 
@@ -51,8 +58,14 @@ export abstract class ZooKeeperConnection {
   private readonly pending = new PendingCalls();
   private readonly onClientState = new Map<Client, (state: State) => void>();
   private stopSilenceWatch: (() => void) | undefined;
+  /** node-zookeeper-client ACL instances for every create, or undefined for its default (open to all). */
+  protected readonly acls: unknown[] | undefined;
+  /** Our own client carries credentials: requests wait for a connection (see call()). */
+  private authenticates = false;
+  private readonly connectedWaiters: Array<{ resolve: () => void; reject: (error: unknown) => void }> = [];
 
   constructor(source: SessionSource) {
+    this.acls = source.acl && zooKeeperAcls(source.acl);
     if ('client' in source) {
       this.client = source.client;
       this.ownsClient = false;
@@ -66,10 +79,15 @@ export abstract class ZooKeeperConnection {
       }
     } else {
       const zookeeper = loadOptionalPackage<ZooKeeperModule>('node-zookeeper-client', 'The ZooKeeper backend');
-      const { connectionString, sessionTimeout, spinDelay } = source;
+      const { connectionString, sessionTimeout, spinDelay, authInfo = [] } = source;
+      this.authenticates = authInfo.length > 0;
       this.address = describeConnectionString(connectionString);
-      // retries: 0, because a blind retry of a create could leave a second contender node behind.
-      this.makeClient = () => zookeeper.createClient(connectionString, { sessionTimeout, spinDelay, retries: 0 });
+      this.makeClient = () => {
+        // retries: 0, because a blind retry of a create could leave a second contender node behind.
+        const client = zookeeper.createClient(connectionString, { sessionTimeout, spinDelay, retries: 0 });
+        for (const { scheme, auth } of authInfo) client.addAuthInfo(scheme, Buffer.from(auth));
+        return client;
+      };
       this.ownsClient = true;
       this.client = this.makeClient();
       this.attach(this.client);
@@ -117,6 +135,7 @@ export abstract class ZooKeeperConnection {
   private async shutDown(): Promise<void> {
     this.terminal = this.error('close', 'the backend is closed (close() was called)');
     this.pending.failAll(this.terminal);
+    this.settleConnectedWaiters(this.terminal);
     for (const client of [...this.onClientState.keys()]) this.detach(client);
     this.listeners.clear();
     this.stopSilenceWatch?.();
@@ -126,7 +145,21 @@ export abstract class ZooKeeperConnection {
   /** Runs one request on the current client, unless we are closed or the session is over for good. */
   protected call<T>(run: (client: Client, done: (error: unknown, value?: T) => void) => void): Promise<T> {
     if (this.terminal) return Promise.reject(this.terminal);
+    // node-zookeeper-client sends the requests queued while it connects before its credentials, so the server
+    // would take them as anonymous (INVALID_ACL, NO_AUTH): with credentials, they wait for the connection.
+    if (this.authenticates && !this.connected) return this.whenConnected().then(() => this.call(run));
     return this.pending.run(this.client, run);
+  }
+
+  private whenConnected(): Promise<void> {
+    return new Promise((resolve, reject) => this.connectedWaiters.push({ resolve, reject }));
+  }
+
+  private settleConnectedWaiters(error?: unknown): void {
+    for (const waiter of this.connectedWaiters.splice(0)) {
+      if (error === undefined) waiter.resolve();
+      else waiter.reject(error);
+    }
   }
 
   private attach(client: Client): void {
@@ -148,6 +181,7 @@ export abstract class ZooKeeperConnection {
         const sessionId = sessionIdOf(client);
         this.connected = true;
         this.everConnected = true;
+        this.settleConnectedWaiters();
         if (sessionId === this.liveSessionId) return this.emit({ type: 'reconnected', sessionId });
         if (this.liveSessionId) this.emit({ type: 'expired', sessionId: this.liveSessionId });
         this.liveSessionId = sessionId;
@@ -202,4 +236,10 @@ export abstract class ZooKeeperConnection {
   private error(operation: string, detail: string): LockBackendError {
     return new LockBackendError('zookeeper', this.address, operation, detail);
   }
+}
+
+/** The entries as node-zookeeper-client's own ACL objects (create() serialises them with their methods). */
+function zooKeeperAcls(acl: readonly ZooKeeperAcl[]): unknown[] {
+  const { ACL, Id } = loadOptionalPackage<ZooKeeperModule>('node-zookeeper-client', 'The ZooKeeper backend');
+  return acl.map((entry) => new ACL(entry.permission, new Id(entry.id.scheme, entry.id.id)));
 }

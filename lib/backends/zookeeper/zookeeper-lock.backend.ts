@@ -10,7 +10,7 @@ import { LockPathSweeper } from './lock-path-sweeper';
 import { OwnNodeWatches } from './own-node-watches';
 import { ZooKeeperAcquisition } from './zookeeper-acquisition';
 import type { AcquisitionContext } from './zookeeper-queue';
-import type { ZooKeeperClient } from './zookeeper-client';
+import type { ZooKeeperAcl, ZooKeeperAuthInfo, ZooKeeperClient } from './zookeeper-client';
 import { isSessionExpired, toZooKeeperBackendError } from './zookeeper-errors';
 import { asZooKeeperLockState, validUntil } from './zookeeper-lock-state';
 import { isContender, lockPath, SEMAPHORE_GATE } from './zookeeper-node-layout';
@@ -19,14 +19,18 @@ import { hex } from './zookeeper-client-facts';
 import { ZooKeeperSession } from './zookeeper-session';
 import { checkOptionNames, optionNames } from '../../utils/validate';
 
-export type { ZooKeeperClient } from './zookeeper-client';
+export type { ZooKeeperAcl, ZooKeeperAuthInfo, ZooKeeperClient } from './zookeeper-client';
 
 /**
  * Either a node-zookeeper-client `Client` the application owns (we never close it; call `connect()` on it
  * yourself), or where to connect a client this backend creates, closes, and replaces after a session expiry.
  */
 export type ZooKeeperLockBackendOptions =
-  | { readonly client: ZooKeeperClient }
+  | {
+      readonly client: ZooKeeperClient;
+      /** ACL of every node the backend creates (lock paths, contender nodes, elections); default: open to all. */
+      readonly acl?: readonly ZooKeeperAcl[];
+    }
   | {
       readonly client?: undefined;
       /** `host:port[,host:port...][/chroot]`. */
@@ -38,6 +42,10 @@ export type ZooKeeperLockBackendOptions =
       readonly sessionTimeout?: number;
       /** Longest random pause between reconnection rounds, ms (default 1 000, node-zookeeper-client's). */
       readonly spinDelay?: number;
+      /** Credentials added to every client the backend creates, before it connects. */
+      readonly authInfo?: readonly ZooKeeperAuthInfo[];
+      /** ACL of every node the backend creates (lock paths, contender nodes, elections); default: open to all. */
+      readonly acl?: readonly ZooKeeperAcl[];
     };
 
 const DEFAULT_SESSION_TIMEOUT_MS = 30_000;
@@ -47,6 +55,8 @@ const ZOOKEEPER_OPTIONS = optionNames<ZooKeeperLockBackendOptions>({
   connectionString: true,
   sessionTimeout: true,
   spinDelay: true,
+  authInfo: true,
+  acl: true,
 });
 
 /** How long close() waits for abandoned waiters' nodes to be deleted while the server is reachable. */
@@ -265,7 +275,8 @@ export class ZooKeeperLockBackend implements LockBackend {
 }
 
 function sessionSource(options: ZooKeeperLockBackendOptions) {
-  if (options?.client) return { client: asZooKeeperClient(options.client) };
+  const acl = aclOf(options?.acl);
+  if (options?.client) return { client: asZooKeeperClient(options.client), acl };
   if (typeof options?.connectionString !== 'string' || options.connectionString.trim() === '') {
     throw new TypeError(
       'ZooKeeperLockBackend needs { client } (a node-zookeeper-client Client) or { connectionString: "host:port" }.',
@@ -277,7 +288,51 @@ function sessionSource(options: ZooKeeperLockBackendOptions) {
       `Invalid sessionTimeout ${String(options.sessionTimeout)}: use a whole number of milliseconds > 0.`,
     );
   }
-  return { connectionString: options.connectionString, sessionTimeout, spinDelay: options.spinDelay };
+  return {
+    connectionString: options.connectionString,
+    sessionTimeout,
+    spinDelay: options.spinDelay,
+    authInfo: authInfoOf(options.authInfo),
+    acl,
+  };
+}
+
+function aclOf(acl: readonly ZooKeeperAcl[] | undefined): readonly ZooKeeperAcl[] | undefined {
+  if (acl === undefined) return undefined;
+  const entries: unknown = acl;
+  const valid =
+    Array.isArray(entries) &&
+    entries.length > 0 &&
+    entries.every(
+      (entry: Partial<ZooKeeperAcl> | undefined) =>
+        Number.isInteger(entry?.permission) && typeof entry?.id?.scheme === 'string' && typeof entry.id.id === 'string',
+    );
+  if (!valid) {
+    throw new TypeError(
+      'ZooKeeperLockBackend: acl must be a non-empty array of { permission, id: { scheme, id } }, e.g. ' +
+        "node-zookeeper-client's ACL.CREATOR_ALL_ACL or [new ACL(Permission.ALL, new Id('digest', 'user:<hash>'))].",
+    );
+  }
+  return acl;
+}
+
+function authInfoOf(authInfo: readonly ZooKeeperAuthInfo[] | undefined): readonly ZooKeeperAuthInfo[] | undefined {
+  if (authInfo === undefined) return undefined;
+  const entries: unknown = authInfo;
+  const valid =
+    Array.isArray(entries) &&
+    entries.every(
+      (entry: Partial<ZooKeeperAuthInfo> | undefined) =>
+        typeof entry?.scheme === 'string' &&
+        entry.scheme !== '' &&
+        (typeof entry.auth === 'string' || entry.auth instanceof Uint8Array),
+    );
+  if (!valid) {
+    throw new TypeError(
+      "ZooKeeperLockBackend: authInfo must be an array of { scheme, auth }, e.g. [{ scheme: 'digest', auth: 'user:password' }].",
+    );
+  }
+  return authInfo;
 }
 
 /** The client's methods the backend calls. */

@@ -10,7 +10,8 @@ import { isZkError, ZK_ERROR } from './zookeeper-errors';
 export class ZooKeeperSession extends ZooKeeperConnection {
   /** Creates a node; resolves the path the server gave it (with the sequence suffix for sequential modes). */
   create(path: string, data: Buffer, mode: number): Promise<string> {
-    return this.call<string>((client, done) => client.create(path, data, mode, done));
+    // Without an ACL of ours, node-zookeeper-client applies its default (open to all), as Curator does.
+    return this.call<string>((client, done) => client.create(path, data, this.acls as never, mode, done));
   }
 
   /** Creates a persistent node with no data unless it exists already. */
