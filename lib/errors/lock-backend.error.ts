@@ -25,10 +25,19 @@ export class LockBackendError extends LockError {
  * whose command the ACL refuses fails with "The user executing the script can't <verb> ..." (Redis 7).
  */
 const REFUSED_ACCESS =
-  /\b(NOPERM|WRONGPASS|NOAUTH|NO_AUTH|AUTH_FAILED|PERMISSION_DENIED|permission denied|authentication failed|user executing the script can't)\b/i;
+  /\b(NOPERM|WRONGPASS|NOAUTH|NO_AUTH|AUTH_FAILED|PERMISSION_DENIED|permission denied|authentication failed|user executing the script can't|user name is empty|invalid auth token)\b/i;
 
 /** Errors of the client the app passed in, not of the server: what to change in its set-up. */
 const CLIENT_SET_UP: ReadonlyArray<readonly [RegExp, string]> = [
+  [
+    /close\(\) was called|client was already closed|was closed while this call waited/,
+    'The backend or its client was closed: use it between its creation and close(), and close a client you ' +
+      'passed in only after the LockService.',
+  ],
+  [
+    /with a chroot in the connection string/,
+    'Create the missing node, or fix the path after the host list in the connection string.',
+  ],
   [
     /The client is closed/,
     'The client is not connected, or was closed: call `await client.connect()` before passing it to the backend, ' +

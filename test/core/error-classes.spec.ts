@@ -41,6 +41,8 @@ describe('error classes', () => {
       "NOPERM this user has no permissions to run the 'evalsha' command",
       'NOAUTH Authentication required.',
       "ERR The user executing the script can't publish to the channel mentioned in the command script: locks:{k}:released",
+      'GRPCInvalidArgumentError: 3 INVALID_ARGUMENT: etcdserver: user name is empty',
+      'GRPCUnauthenticatedError: etcdserver: invalid auth token',
     ]) {
       expect(message(detail)).toMatch(/check the user, its password and its permissions \(ACL\)\.$/);
       expect(message(detail)).not.toContain('running and reachable');
@@ -55,6 +57,15 @@ describe('error classes', () => {
       ['The client is closed (connection end)', /call `await client\.connect\(\)` before passing it/],
       ["Stream isn't writeable and enableOfflineQueue options is false", /offline queue is disabled/],
       ['Connection in subscriber mode, only subscriber commands may be used', /not in subscriber mode/],
+      ['the backend is closed (close() was called)', /use it between its creation and close\(\)/],
+      [
+        'Tried to call a KV method on etcd3, but the client was already closed',
+        /close a client you passed in only after the LockService/,
+      ],
+      [
+        'Exception: NO_NODE[-101]: a parent of the lock path is missing; with a chroot in the connection string (host:2181/app), create that node first',
+        /Create the missing node/,
+      ],
       [
         "ERR Can't execute 'evalsha': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
         /not in subscriber mode/,

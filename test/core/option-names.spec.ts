@@ -22,7 +22,7 @@ describe('option names', () => {
     [
       'ZooKeeperLockBackend',
       () => new ZooKeeperLockBackend({ connectionString: '127.0.0.1:1', sessiontimeout: 5_000 } as never),
-      'Unknown option "sessiontimeout" in ZooKeeperLockBackend options. Known options: client, connectionString, sessionTimeout, spinDelay.',
+      'Unknown option "sessiontimeout" in ZooKeeperLockBackend options. Known options: client, connectionString, sessionTimeout, spinDelay, authInfo, acl.',
     ],
     [
       '@OnLeader',

@@ -13,6 +13,7 @@ import {
   track,
   never,
 } from './etcd-spec-helpers';
+import { within } from '../support/time';
 
 describe('EtcdLockBackend with a client it creates itself', () => {
   it('serves calls again within about a second of etcd coming back from a crash (etcd3 alone refuses them for 5 s)', async () => {
@@ -176,6 +177,27 @@ describe('EtcdLockBackend extend, release and close', () => {
       await expect(own.acquire(lockRequest('closing'), never())).rejects.toBeInstanceOf(LockBackendError);
       await expect(own.isLocked(NAMESPACE, 'closing')).rejects.toThrow(/closed/);
       await backend.release(held(holder, first));
+    });
+
+    it('fails a queued acquire soon after the application closed the client it passed in, not at its wait end', async () => {
+      const borrowed = new Etcd3({ hosts: server.endpoint });
+      const lent = new EtcdLockBackend({ client: borrowed });
+      const holder = lockRequest('closed-client');
+      const first = (await backend.tryAcquire(holder))!;
+      const waiting = track(lent.acquire(lockRequest('closed-client'), never()));
+      await queued(admin, 'closed-client', 2);
+      borrowed.close();
+      // The holder's release wakes the waiter, whose reads now all fail the same way.
+      await backend.release(held(holder, first));
+      const error = await within(
+        waiting.promise.catch((caught: unknown) => caught),
+        10_000,
+        'the queued acquire failed',
+      );
+      expect(error).toBeInstanceOf(LockBackendError);
+      expect((error as Error).message).toMatch(/client passed to the backend was closed while this call waited/);
+      expect((error as Error).message).toMatch(/close a client you passed in only after the LockService/);
+      await lent.close();
     });
 
     it('never closes a client the application passed in', async () => {

@@ -3,6 +3,7 @@ import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper-loc
 import { lockPath } from '../../lib/backends/zookeeper/zookeeper-node-layout';
 import { LockBackendError } from '../../lib/errors';
 import { startZooKeeper, TestZooKeeperServer } from '../support/zookeeper-server';
+import { within } from '../support/time';
 import { FaultProxy } from './fault-proxy';
 import {
   AdminClient,
@@ -255,6 +256,27 @@ describe('ZooKeeperLockBackend queue', () => {
       stop();
       await backend.release(held(request, grant));
     }
+  });
+
+  it('fails a queued acquire soon after the application closed the client it passed in, not at its wait end', async () => {
+    const holderBackend = newBackend();
+    const holder = lockRequest('closed-client');
+    const first = (await holderBackend.tryAcquire(holder))!;
+    const appClient = (await AdminClient.connect(server.connectionString)).client;
+    const lent = new ZooKeeperLockBackend({ client: appClient });
+    backends.push(lent);
+    const waiting = track(lent.acquire(lockRequest('closed-client'), never()));
+    await queued(admin, 'closed-client', 2);
+    appClient.close();
+    await holderBackend.release(held(holder, first));
+    const error = await within(
+      waiting.promise.catch((caught: unknown) => caught),
+      10_000,
+      'the queued acquire failed',
+    );
+    expect(error).toBeInstanceOf(LockBackendError);
+    expect((error as Error).message).toMatch(/client passed to the backend was closed while this call waited/);
+    expect((error as Error).message).toMatch(/close a client you passed in only after the LockService/);
   });
 
   it('tryAcquire on a held key resolves null and leaves no node behind', async () => {

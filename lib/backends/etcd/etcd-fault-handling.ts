@@ -36,3 +36,11 @@ export function withQuickHostRetry(
     });
   return { ...options, faultHandling: { ...given, host } };
 }
+
+/**
+ * etcd3's ClientClosedError ("Tried to call a KV method on etcd3, but the client was already closed"): every later
+ * call of that client fails the same way. Read by its message, since etcd3 may be absent (an optional package).
+ */
+export function isClientClosedError(error: unknown): boolean {
+  return error instanceof Error && /client was already closed/.test(error.message);
+}

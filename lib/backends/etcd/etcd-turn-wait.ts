@@ -6,6 +6,7 @@ import type { DeletionWatch, WakeReason } from './etcd-deletion-watch';
 import type { EtcdLockClient, Inspection } from './etcd-lock-client';
 import type { QueueRules, WaitTarget } from './etcd-queue-rules';
 import type { EtcdSession } from './etcd-session';
+import { isClientClosedError } from './etcd-fault-handling';
 
 /** 'behind': the watch was created after the server moved past our read, so the read must be repeated. */
 type Wake = WakeReason | 'lease-lost' | 'behind';
@@ -93,6 +94,16 @@ export class EtcdTurnWait {
 
   /** Waits before retrying a failed read. An abort now means etcd was failing, so it is a backend error. */
   private async pauseAfterFailure(ms: number, lastError: unknown): Promise<void> {
+    // etcd3 refuses every call of a closed client: no retry can succeed, so fail now, not when the wait ends.
+    if (isClientClosedError(lastError)) {
+      throw new LockBackendError(
+        'etcd',
+        this.etcd.address,
+        this.operation,
+        'the etcd client passed to the backend was closed while this call waited in the queue',
+        { cause: lastError },
+      );
+    }
     try {
       await delay(ms, this.abort.signal);
     } catch {

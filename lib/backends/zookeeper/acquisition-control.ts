@@ -68,6 +68,16 @@ export class AcquisitionControl {
 
   /** Waits before a retry. An abort now means ZooKeeper kept failing, so it is a backend error. */
   async pauseAfterFailure(failures: number, lastError: unknown): Promise<void> {
+    // No retry can succeed on a client the app closed: fail now rather than at the end of the wait.
+    if (this.session.clientClosedByApp) {
+      throw new LockBackendError(
+        'zookeeper',
+        this.session.address,
+        this.operation,
+        'the ZooKeeper client passed to the backend was closed while this call waited in the queue',
+        { cause: lastError },
+      );
+    }
     try {
       await delay(retryBackoff(failures), this.signal);
     } catch {

@@ -28,6 +28,15 @@ interface ConnectionManagerInternals {
   removeListener(event: 'state', listener: () => void): void;
 }
 
+/**
+ * The client was closed (by its owner: for an application's client, the app). node-zookeeper-client's public
+ * state then reads like a dropped connection, which it retries; only its private manager tells them apart.
+ */
+export function isClientClosed(client: Client): boolean {
+  const state = internalsOf(client)?.state;
+  return state === CONNECTION_CLOSED || state === CONNECTION_CLOSING;
+}
+
 function internalsOf(client: Client): ConnectionManagerInternals | undefined {
   return (client as unknown as { connectionManager?: ConnectionManagerInternals }).connectionManager;
 }

@@ -2,7 +2,7 @@ import type { Client, State } from 'node-zookeeper-client';
 import { LockBackendError } from '../../errors';
 import { monotonicNow } from '../../utils/clock';
 import { loadOptionalPackage } from '../../utils/optional-package';
-import { closeOwnedClient, containSocketHandlerErrors, dropSilentConnections } from './owned-client';
+import { closeOwnedClient, containSocketHandlerErrors, dropSilentConnections, isClientClosed } from './owned-client';
 import { PendingCalls } from './pending-calls';
 import { describeConnectionString, readConnectionString, sessionIdOf, STATE } from './zookeeper-client-facts';
 import { ZK_ERROR } from './zookeeper-errors';
@@ -140,6 +140,11 @@ export abstract class ZooKeeperConnection {
     this.listeners.clear();
     this.stopSilenceWatch?.();
     if (this.ownsClient) await closeOwnedClient(this.client);
+  }
+
+  /** The application closed the client it passed in: no request will be answered again. */
+  get clientClosedByApp(): boolean {
+    return !this.ownsClient && !this.closing && isClientClosed(this.client);
   }
 
   /** Runs one request on the current client, unless we are closed or the session is over for good. */

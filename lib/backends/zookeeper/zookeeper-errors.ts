@@ -47,6 +47,10 @@ function describe(error: unknown): string {
   if (code === ZK_ERROR.NO_AUTH || code === ZK_ERROR.AUTH_FAILED) {
     return `${messageOf(error)}: the client lacks permission on the lock path (check its ACLs and addAuthInfo)`;
   }
+  // The backend reads a missing node as an answer everywhere but when it creates the namespace's root.
+  if (code === ZK_ERROR.NO_NODE) {
+    return `${messageOf(error)}: a parent of the lock path is missing; with a chroot in the connection string (host:2181/app), create that node first`;
+  }
   if (code === ZK_ERROR.SESSION_EXPIRED) {
     return `${messageOf(error)}: the ZooKeeper session expired while the request was outstanding (its lock nodes are gone)`;
   }
