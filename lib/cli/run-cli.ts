@@ -1,7 +1,7 @@
 import { toJson } from '../utils/json';
 import { InvalidLockKeyError } from '../errors';
 import type { LockService } from '../lock.service';
-import { describeError } from '../observability/redact';
+import { describeError } from '../utils/redact';
 import { CliUsageError } from '../errors/cli-usage.error';
 import { formatInspection } from './format-inspection';
 import { openTarget, type TargetOptions } from './open-target';

@@ -2,7 +2,7 @@ import { delay } from '../utils/abort';
 import { InvalidLockKeyError, LockNotSupportedError } from '../errors';
 import type { LockService } from '../lock.service';
 import { toJson } from '../utils/json';
-import { describeError } from '../observability/redact';
+import { describeError } from '../utils/redact';
 import { formatDuration } from './format-duration';
 import { formatInspection } from './format-inspection';
 

@@ -1,3 +1,4 @@
+import { redactCredentials } from '../utils/redact';
 import { LockError } from './lock-error';
 
 /** The coordination server could not be reached or answered with an error. Distinct from "busy" (LockTimeoutError). */
@@ -13,9 +14,12 @@ export class LockBackendError extends LockError {
     detail: string,
     options?: { cause?: unknown },
   ) {
+    // Drivers may put a connection URL with its password into their messages (gRPC, for etcd): never into ours.
     super(
-      `${backend} backend at ${address} failed during ${operation}: ${detail.replace(/\.+$/, '')}. ${whatToCheck(detail)}`,
-      options && 'cause' in options ? { cause: withoutCommandArguments(options.cause) } : options,
+      redactCredentials(
+        `${backend} backend at ${address} failed during ${operation}: ${detail.replace(/\.+$/, '')}. ${whatToCheck(detail)}`,
+      ),
+      options && 'cause' in options ? { cause: withoutSecrets(options.cause) } : options,
     );
   }
 }
@@ -94,12 +98,15 @@ function connectionOf(backend: { describeConnection?(): string | undefined }): s
 /**
  * Driver errors can carry the command that failed, arguments included: ioredis' ReplyError for a failed AUTH
  * holds the password in `command.args`, and util.inspect (console.error, most loggers) prints causes in full.
- * Keep the message, name and stack; drop the arguments.
+ * Their messages can hold a connection URL with its password. Keep the name, and the message and stack without
+ * credentials; drop the arguments.
  */
-function withoutCommandArguments(cause: unknown): unknown {
-  if (!(cause instanceof Error) || !('command' in cause)) return cause;
-  const copy = new Error(cause.message);
+function withoutSecrets(cause: unknown): unknown {
+  if (!(cause instanceof Error)) return cause;
+  const message = redactCredentials(cause.message);
+  if (!('command' in cause) && message === cause.message) return cause;
+  const copy = new Error(message);
   copy.name = cause.name;
-  if (cause.stack) copy.stack = cause.stack;
+  if (cause.stack) copy.stack = redactCredentials(cause.stack);
   return copy;
 }

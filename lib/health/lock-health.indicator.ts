@@ -2,7 +2,7 @@ import { Injectable, Optional } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { backendErrorOf } from '../errors/lock-backend.error';
 import { LockService } from '../lock.service';
-import { describeError } from '../observability/redact';
+import { describeError } from '../utils/redact';
 import { monotonicNow } from '../utils/clock';
 import { withDeadline } from '../utils/deadline';
 import type { HealthResult } from './health-result';

@@ -1,5 +1,5 @@
 import type { LockEvent } from '../lock-event';
-import { describeError, redactCredentials } from './redact';
+import { describeError, redactCredentials } from '../utils/redact';
 
 /**
  * One line per lock event, for people reading logs. Carries what an operator needs to correlate (key, fencing

@@ -6,7 +6,7 @@ import type { LockService } from '../lock.service';
 import { monotonicNow } from '../utils/clock';
 import { loadOpenTelemetryApi, type OpenTelemetryApi } from './opentelemetry-api';
 import type { OpenTelemetryTracerProvider } from './opentelemetry-providers';
-import { redactCredentials } from './redact';
+import { redactCredentials } from '../utils/redact';
 import { ACQUIRE_SPAN_NAME, INSTRUMENTATION_SCOPE, LockAttributes } from './telemetry-names';
 
 export interface LockTracingOptions {

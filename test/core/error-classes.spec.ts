@@ -50,6 +50,21 @@ describe('error classes', () => {
     expect(message('connect ECONNREFUSED 127.0.0.1:6380')).toMatch(/running and reachable from this process\.$/);
   });
 
+  it('LockBackendError never carries a password a driver put into its message, nor into its cause', () => {
+    const grpc = new Error(
+      '14 UNAVAILABLE: Name resolution failed for target dns:locker:hunter2@127.0.0.1:2379 (redis://app:s3cret@10.0.0.1:6379)',
+    );
+    const error = new errors.LockBackendError('etcd', 'http://127.0.0.1:2379', 'acquire', grpc.message, {
+      cause: grpc,
+    });
+    for (const text of [error.message, (error.cause as Error).message, (error.cause as Error).stack ?? '']) {
+      expect(text).not.toContain('hunter2');
+      expect(text).not.toContain('s3cret');
+    }
+    expect(error.message).toContain('dns:***@127.0.0.1:2379');
+    expect(error.message).toContain('redis://***@10.0.0.1:6379');
+  });
+
   it('LockBackendError points at the client set-up when the client, not the server, refused the command', () => {
     const message = (detail: string) =>
       new errors.LockBackendError('redis', '127.0.0.1:6380', 'acquire', detail).message;

@@ -237,6 +237,12 @@ describe('etcd with authentication', () => {
   it('without credentials, the first call fails with a LockBackendError', async () => {
     await failureOf(service(backend({ hosts: etcd.endpoint })));
   });
+
+  it('names no secret when the password is written into the host URL (gRPC repeats it in its errors)', async () => {
+    const withPassword = etcd.endpoint.replace('http://', `http://locker:${WRONG_PASSWORD}@`);
+    const error = await failureOf(service(backend({ hosts: withPassword })));
+    expectNoSecret(error);
+  });
 });
 
 describe('etcd over TLS', () => {
