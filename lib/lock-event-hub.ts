@@ -27,11 +27,19 @@ export class LockEventHub {
   /** Listeners that said which event types they use (the module's logger); the others are not built for them. */
   private readonly typedListeners = new Set<TypedEventListener>();
 
+  /** Called when the hub goes from nobody listening to a listener (LockGrants then follows the held handles). */
+  onFirstListener: (() => void) | undefined;
+
   constructor(
     private readonly backendKind: string,
     private readonly holderId: string,
   ) {
-    this.events$ = this.subject.asObservable();
+    this.events$ = new Observable<LockEvent>((subscriber) => {
+      const first = !this.tracksHandles();
+      const subscription = this.subject.subscribe(subscriber);
+      if (first) this.onFirstListener?.();
+      return subscription;
+    });
   }
 
   /**
@@ -92,7 +100,9 @@ export class LockEventHub {
   /** See LockService.listenToEvents. */
   listen(types: Iterable<LockEvent['type']>, listener: (event: LockEvent) => void): () => void {
     const entry: TypedEventListener = { types: new Set(types), listener };
+    const first = !this.tracksHandles();
     this.typedListeners.add(entry);
+    if (first) this.onFirstListener?.();
     return () => this.typedListeners.delete(entry);
   }
 

@@ -4,6 +4,7 @@ import { currentLockScope } from './context/lock-context';
 import { LockTimeoutError } from './errors';
 import { EventOrigin, LockEventHub } from './lock-event-hub';
 import { LockHandle } from './lock-handle';
+import { FOLLOW_LIFECYCLE } from './lock-notices';
 import type { ResolvedLockOptions } from './lock-options';
 import { monotonicNow } from './utils/clock';
 import { SlotList } from './utils/slot-list';
@@ -23,7 +24,12 @@ export class LockGrants {
     private readonly calls: BackendCalls,
     private readonly eventHub: LockEventHub,
     private readonly operationTimeout: number,
-  ) {}
+  ) {
+    // Locks granted while nobody listened report their renewals, loss and release to a listener that comes later.
+    eventHub.onFirstListener = () => {
+      for (const handle of this.handles.toArray()) handle[FOLLOW_LIFECYCLE](eventHub.lifecycle);
+    };
+  }
 
   get size(): number {
     return this.handles.size;
@@ -147,10 +153,9 @@ export class LockGrants {
       void this.backend.release(lock).catch(() => undefined);
       return null;
     }
-    // Nobody listens: skip events for this handle altogether.
-    const origin: EventOrigin | undefined = this.eventHub.tracksHandles()
-      ? { request, family: resolved.family, scope: currentLockScope() }
-      : undefined;
+    // Kept with the handle even while nobody listens, for a listener that comes while it is held.
+    const origin: EventOrigin = { request, family: resolved.family, scope: currentLockScope() };
+    const tracked = this.eventHub.tracksHandles();
     const handle = new LockHandle({
       backend: this.backend,
       lock,
@@ -159,11 +164,11 @@ export class LockGrants {
       operationTimeout: this.operationTimeout,
       maxHold: resolved.maxHold,
       onEnd: this.forget,
-      lifecycle: origin && this.eventHub.lifecycle,
+      lifecycle: tracked ? this.eventHub.lifecycle : undefined,
       lifecycleContext: origin,
     });
     this.handles.add(handle);
-    if (origin && this.eventHub.wants('acquired')) {
+    if (tracked && this.eventHub.wants('acquired')) {
       const waitTime = Math.round(monotonicNow() - started);
       this.eventHub.emit({
         type: 'acquired',

@@ -4,7 +4,7 @@ import type { LockLostError } from './errors';
 import type { LockMode } from './lock-options';
 import type { LockRenewal } from './lock-renewal';
 import { LockHandleInit, LockKeeper, LockState } from './lock-keeper';
-import type { LockLifecycleListener as LifecycleListener } from './lock-notices';
+import { FOLLOW_LIFECYCLE, type LockLifecycleListener as LifecycleListener } from './lock-notices';
 import { monotonicNow, toEpochMs } from './utils/clock';
 import { LIST_SLOT } from './utils/slot-list';
 
@@ -70,6 +70,11 @@ export class LockHandle implements AsyncDisposable {
    */
   onLost(listener: (error: LockLostError) => void): () => void {
     return this.keeper.notices.onLost(listener);
+  }
+
+  /** @internal LockService's first event listener arrived while this lock was held: report its life from now on. */
+  [FOLLOW_LIFECYCLE](lifecycle: LifecycleListener<LockHandle>): void {
+    this.keeper.notices.follow(lifecycle);
   }
 
   /** @internal Called by the first LockScope that holds this handle: its renewals and loss are delivered there. */

@@ -4,6 +4,9 @@ import type { LockLostError } from './errors';
 import type { LockRenewal } from './lock-renewal';
 import { jsonSafe } from './utils/json';
 
+/** @internal How LockService makes a handle report its life to a listener that came after its grant. */
+export const FOLLOW_LIFECYCLE = Symbol('LockHandle.followLifecycle');
+
 /** @internal Direct callbacks for a handle's life: cheaper than subscribing to renewals$ on every grant. */
 export interface LockLifecycleListener<Handle> {
   renewal(handle: Handle, renewal: LockRenewal, context: unknown): void;
@@ -34,9 +37,18 @@ export class LockNotices<Handle extends { readonly state: string }> {
 
   constructor(
     private readonly handle: Handle,
-    private readonly lifecycle: LockLifecycleListener<Handle> | undefined,
+    private lifecycle: LockLifecycleListener<Handle> | undefined,
     private readonly context: unknown,
   ) {}
+
+  /**
+   * Starts calling `lifecycle` from now on (a service's first event listener came after this lock was granted),
+   * unless the handle has one already or has ended.
+   */
+  follow(lifecycle: LockLifecycleListener<Handle>): void {
+    if (this.lifecycle || this.lostError || this.handle.state !== 'held') return;
+    this.lifecycle = lifecycle;
+  }
 
   get renewals$(): Observable<LockRenewal> {
     // Late subscribers still learn how the lock ended.

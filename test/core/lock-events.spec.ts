@@ -61,6 +61,26 @@ describe('LockService.events$ and maxHold', () => {
     await locks.close();
   });
 
+  it('reports the renewals, loss and release of locks granted before anyone subscribed', async () => {
+    const backend = new FaultyBackend();
+    const locks = new LockService(backend);
+    const kept = await locks.acquire('kept', { ttl: 3_000 });
+    const failing = await locks.acquire('failing', { ttl: 3_000 });
+    // Subscribed late, as telemetry attached after start-up or a dashboard opened later.
+    const events: LockEvent[] = [];
+    locks.events$.subscribe((event) => events.push(event));
+    await firstValueFrom(kept.renewals$);
+    await kept.release();
+    backend.extendFault = 'error';
+    await lastValueFrom(failing.renewals$).catch(() => undefined);
+    const of = (key: string) => events.filter((event) => event.key === key).map((event) => event.type);
+    expect(of('kept')[0]).toBe('renewed');
+    expect(of('kept').at(-1)).toBe('released');
+    expect(of('failing').at(-1)).toBe('lost');
+    expect(events.some((event) => event.type === 'acquired')).toBe(false);
+    await locks.close();
+  });
+
   it('maxHold: the watchdog stops renewing, and the lock expires as lost at the end of its validity', async () => {
     const backend = new MemoryLockBackend();
     const locks = new LockService(backend);
