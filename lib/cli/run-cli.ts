@@ -60,7 +60,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         `${command.json ? JSON.stringify(toJson(inspection), null, 2) : formatInspection(inspection, now())}\n`,
       );
     } else {
-      await watchLock(locks, command.key, {
+      const lastFrameOk = await watchLock(locks, command.key, {
         interval: command.interval,
         json: command.json,
         out: io.stdout,
@@ -68,12 +68,22 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         ...(io.signal && { signal: io.signal }),
         ...(io.onFrame && { onFrame: io.onFrame }),
       });
+      if (!lastFrameOk) return EXIT_FAILED;
     }
     return EXIT_OK;
   } catch (error) {
     io.stderr.write(`${describeError(error)}\n`);
     return error instanceof InvalidLockKeyError ? EXIT_USAGE : EXIT_FAILED;
   } finally {
-    await locks.close().catch(() => undefined);
+    const closing = locks.close().catch(() => undefined);
+    // After Ctrl-C, a silent server must not hold the exit: close what answers within a moment.
+    await (io.signal?.aborted ? Promise.race([closing, sleep(CLOSE_AFTER_STOP_MS)]) : closing);
   }
+}
+
+/** How long a stopped command waits for its connections to close. */
+const CLOSE_AFTER_STOP_MS = 1_000;
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }

@@ -230,6 +230,35 @@ describe('CLI end to end (memory backend)', () => {
     expect(frames[2]).toContain(': free');
   });
 
+  it('watch stops at once on Ctrl-C even while the server does not answer, and exits 1 when its last frame failed', async () => {
+    const silent = (): LockService =>
+      new LockService(
+        { ...viewOf(store), inspect: () => new Promise(() => undefined), close: () => new Promise(() => undefined) },
+        // Its deadline timer must not outlive the test by much.
+        { operationTimeout: 1_000 },
+      );
+    const stop = new AbortController();
+    const io = { ...captureIo({ open: silent }), signal: stop.signal };
+    const running = runCli(['watch', '--redis', 'redis://unused:1', 'file:7'], io);
+    setTimeout(() => stop.abort(), 100);
+    const startedAt = performance.now();
+    expect(await running).toBe(EXIT_OK);
+    expect(performance.now() - startedAt).toBeLessThan(5_000);
+
+    const failing = (): LockService =>
+      new LockService({ ...viewOf(store), inspect: () => Promise.reject(new Error('connect ECONNREFUSED')) });
+    const stopFailing = new AbortController();
+    const failed = {
+      ...captureIo({ open: failing }),
+      signal: stopFailing.signal,
+      onFrame: (frame: number) => frame === 2 && stopFailing.abort(),
+    };
+    expect(await runCli(['watch', '--redis', 'redis://unused:1', '--interval', '100', 'file:7'], failed)).toBe(
+      EXIT_FAILED,
+    );
+    expect(failed.out()).toContain('! LockBackendError');
+  });
+
   it('fails with exit code 1 and a clear message when the backend cannot inspect, and 2 for a bad key', async () => {
     const blind = (): LockService => {
       const view = viewOf(store) as { inspect?: (n: string, k: string) => Promise<BackendInspection> };
