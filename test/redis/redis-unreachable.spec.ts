@@ -8,7 +8,7 @@ import { LockService } from '../../lib/lock.service';
 import { freeTestPort } from '../support/free-port';
 import { killAllLineProcesses, LineProcess } from '../support/line-process';
 import { startRedis } from '../support/redis-server';
-import { within } from '../support/time';
+import { eventually, within } from '../support/time';
 import { TS_REGISTER } from '../support/worker';
 import { deadline, lockRequest, NAMESPACE } from './redis-spec-helpers';
 
@@ -81,6 +81,36 @@ describe('Redis server unreachable', () => {
       await locks.close();
     }
   });
+
+  it.each(['ioredis', 'redis'] as const)(
+    'ends a wait whose server died meanwhile with a LockBackendError, not "busy" (%s)',
+    async (clientPackage) => {
+      const server = await startRedis();
+      // A short operationTimeout: close() then gives up on the dead server's releases soon.
+      const options = { keyPrefix: NAMESPACE, operationTimeout: 1_000 };
+      const holder = new LockService(new RedisLockBackend({ url: server.url }), options);
+      const waiter = new LockService(new RedisLockBackend({ url: server.url, clientPackage }), options);
+      try {
+        await holder.acquire('dies', { ttl: 30_000 });
+        const waiting = waiter.acquire('dies', { waitTimeout: 3_000 }).catch((caught: unknown) => caught);
+        // Killed once the server has answered the waiter (its FIFO entry exists): an earlier answer said "busy".
+        const admin = new Redis(server.url);
+        try {
+          await eventually(async () => (await admin.exists(`${NAMESPACE}:{dies}:queue`)) === 1, 'the waiter queued');
+        } finally {
+          admin.disconnect();
+        }
+        await server.kill('SIGKILL');
+        const error = await waiting;
+        expect(error).toBeInstanceOf(LockBackendError);
+        // node-redis fails the call in flight at once; ioredis queues it, and the deadline ends it.
+        expect((error as Error).message).toMatch(/failed during acquire: .*\(connection (reconnecting|connecting|end)/);
+      } finally {
+        await Promise.all([holder.close(), waiter.close()]);
+        await server.stop();
+      }
+    },
+  );
 
   it('names acquire, not the try it starts with, when the server answers with an error', async () => {
     const server = await startRedis({ password: 'right-password' });

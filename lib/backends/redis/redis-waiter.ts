@@ -1,4 +1,5 @@
 import type { AcquireRequest, LockGrant } from '../lock-backend.interface';
+import { LockTimeoutError } from '../../errors';
 import { raceAbort } from '../../utils/abort';
 import type { ChannelSubscriber, ChannelSubscription } from './channel-subscriber';
 import { channelOf, kindOf, leaveCall, runCall, waitStyle, type HandoffTarget, type WaitStyle } from './lock-calls';
@@ -113,6 +114,8 @@ export class RedisWaiter {
         // After a too-late grant (already released again) the key is free: retry at once.
         else waitFirst = false;
       }
+    } catch (error) {
+      throw this.unreachableAtDeadline(error);
     } finally {
       grants?.unsubscribe();
       if (subscription) {
@@ -124,6 +127,17 @@ export class RedisWaiter {
       // A handoff waiter's leave also releases a grant that reached it (or was on its way) as it gave up.
       if (queued) this.leaveQuietly(request, style, inFlight.call, handoff);
     }
+  }
+
+  /**
+   * A wait that reached its deadline while the connection was down ends with a LockBackendError, not with "busy":
+   * the server answered an earlier attempt, but whether the key is still held is unknown (the server died or
+   * restarted meanwhile). A LockTimeoutError says the server answered.
+   */
+  private unreachableAtDeadline(error: unknown): unknown {
+    if (error !== this.signal.reason || !(error instanceof LockTimeoutError)) return error;
+    if (this.commands.connectionState() === undefined) return error;
+    return this.commands.noAnswerError('acquire', this.signal);
   }
 
   /**
