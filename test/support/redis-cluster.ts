@@ -41,18 +41,19 @@ interface Node {
   dir: string;
 }
 
-export async function startRedisCluster(masters = 3): Promise<TestRedisCluster> {
+/** `replicasPerMaster` replicas follow each master (for failovers); nodes lists masters and replicas alike. */
+export async function startRedisCluster(masters = 3, replicasPerMaster = 0): Promise<TestRedisCluster> {
   const binary = findBinary('redis-server');
   const cli = findBinary('redis-cli');
   const nodes: Node[] = [];
   try {
-    for (let index = 0; index < masters; index++) nodes.push(await launchNode(binary));
+    for (let index = 0; index < masters * (1 + replicasPerMaster); index++) nodes.push(await launchNode(binary));
     await run(cli, [
       '--cluster',
       'create',
       ...nodes.map((node) => `127.0.0.1:${node.port}`),
       '--cluster-replicas',
-      '0',
+      String(replicasPerMaster),
       '--cluster-yes',
     ]);
     await Promise.all(nodes.map((node) => waitForClusterOk(node)));

@@ -13,8 +13,8 @@ export type BatchResult =
  * nodes), all nodes in parallel. Results are in input order, each the reply or that item's own error.
  *
  * On a single server a failed pipeline rejects as a whole (the connection is the problem); on a Cluster a
- * node group whose pipeline fails (e.g. the slot moved meanwhile) falls back to one call per item, which
- * ioredis redirects on its own.
+ * node group whose pipeline fails, or items of it that were redirected (the slot moved meanwhile), go again one
+ * call per item, which the client redirects on its own.
  */
 export async function runBatch(client: RedisPort, calls: readonly ScriptCall[]): Promise<BatchResult[]> {
   if (!client.evalshaMany) return Promise.all(calls.map((call) => settle(runCall(client, call))));
@@ -37,6 +37,15 @@ export async function runBatch(client: RedisPort, calls: readonly ScriptCall[]):
         // Extends are idempotent: items that already ran may run again.
         answers = await Promise.all(group.map((call) => settle(runCall(client, call))));
       }
+      // Items whose slot moved (a failover, a resharding) come back MOVED or ASK one by one: ioredis redirects
+      // a pipeline only when all its items name the same new node, and refreshes its slot map only then. One
+      // call each is redirected, and teaches the client the new map for the next batch.
+      await Promise.all(
+        answers.map(async (answer, position) => {
+          if (!answer.ok && isRedirection(answer.error))
+            answers[position] = await settle(runCall(client, group[position]));
+        }),
+      );
       indexes.forEach((index, position) => (results[index] = answers[position]));
     }),
   );
@@ -161,6 +170,11 @@ function nodeOf(client: RedisPort, call: ScriptCall): string {
   if (!client.isCluster) return '';
   const slot = slotOfTag(call.tag);
   return client.nodeOfSlot(slot) ?? `slot ${slot}`;
+}
+
+/** A Cluster node's answer that the slot is served elsewhere now, or is moving: the call belongs there. */
+function isRedirection(error: unknown): boolean {
+  return error instanceof Error && /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN) /.test(error.message);
 }
 
 function settle(work: Promise<unknown>): Promise<BatchResult> {
