@@ -29,7 +29,7 @@ export class LockBackendError extends LockError {
  * whose command the ACL refuses fails with "The user executing the script can't <verb> ..." (Redis 7).
  */
 const REFUSED_ACCESS =
-  /\b(NOPERM|WRONGPASS|NOAUTH|NO_AUTH|AUTH_FAILED|PERMISSION_DENIED|permission denied|authentication failed|user executing the script can't|user name is empty|invalid auth token)\b/i;
+  /\b(NOPERM|WRONGPASS|NOAUTH|NO_AUTH|AUTH_FAILED|PERMISSION_DENIED|permission denied|authentication failed|user executing the script can't|user name is empty|invalid auth token|unauthenticated)\b/i;
 
 /** Errors of the client the app passed in, not of the server: what to change in its set-up. */
 const CLIENT_SET_UP: ReadonlyArray<readonly [RegExp, string]> = [
@@ -43,7 +43,7 @@ const CLIENT_SET_UP: ReadonlyArray<readonly [RegExp, string]> = [
     'Create the missing node, or fix the path after the host list in the connection string.',
   ],
   [
-    /The client is closed/,
+    /The client is closed|not connected \(call connect\(\) before use\)/,
     'The client is not connected, or was closed: call `await client.connect()` before passing it to the backend, ' +
       'and close it only after the LockService.',
   ],
@@ -63,6 +63,10 @@ function whatToCheck(detail: string): string {
   if (REFUSED_ACCESS.test(detail))
     return 'The server refused the credentials or the command: check the user, its password and its permissions (ACL).';
   for (const [pattern, advice] of CLIENT_SET_UP) if (pattern.test(detail)) return advice;
+  // ioredis and node-redis keep reconnecting after a refused login too, so that state alone proves no outage.
+  if (/connection (re)?connecting/.test(detail)) {
+    return 'Check that the server is running and reachable from this process, and that the client’s credentials are right.';
+  }
   return 'Check that the server is running and reachable from this process.';
 }
 

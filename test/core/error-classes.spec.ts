@@ -43,6 +43,7 @@ describe('error classes', () => {
       "ERR The user executing the script can't publish to the channel mentioned in the command script: locks:{k}:released",
       'GRPCInvalidArgumentError: 3 INVALID_ARGUMENT: etcdserver: user name is empty',
       'GRPCUnauthenticatedError: etcdserver: invalid auth token',
+      'ERR Protocol error: unauthenticated multibulk length',
     ]) {
       expect(message(detail)).toMatch(/check the user, its password and its permissions \(ACL\)\.$/);
       expect(message(detail)).not.toContain('running and reachable');
@@ -74,6 +75,10 @@ describe('error classes', () => {
       ['Connection in subscriber mode, only subscriber commands may be used', /not in subscriber mode/],
       ['the backend is closed (close() was called)', /use it between its creation and close\(\)/],
       [
+        'the node-redis cluster client is not connected (call connect() before use) or was closed (connection end)',
+        /call `await client\.connect\(\)` before passing it/,
+      ],
+      [
         'Tried to call a KV method on etcd3, but the client was already closed',
         /close a client you passed in only after the LockService/,
       ],
@@ -90,6 +95,10 @@ describe('error classes', () => {
       expect(message(detail)).toMatch(advice);
       expect(message(detail)).not.toContain('running and reachable');
     }
+    // A client that keeps reconnecting may be refused its login: the hint names both.
+    expect(message('127.0.0.1:6380 (connection reconnecting)')).toMatch(
+      /running and reachable from this process, and that the client’s credentials are right\.$/,
+    );
   });
 
   it("a backend's own words on its connection join the core's LockBackendError; a backend that fails to say changes nothing", () => {

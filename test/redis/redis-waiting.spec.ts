@@ -2,6 +2,8 @@ import Redis from 'ioredis';
 import { LockBackendError } from '../../lib/errors/lock-backend.error';
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
+import { IoRedisPort } from '../../lib/backends/redis/port/ioredis-port';
+import { sleep } from '../support/time';
 import { startRedis, type TestRedisServer } from '../support/redis-server';
 import { deadline, eventually, held, lockRequest, NAMESPACE } from './redis-spec-helpers';
 
@@ -177,5 +179,46 @@ describe('Redis waiters', () => {
     expect((error as Error).message).toMatch(/closed/);
     await eventually(async () => (await clients()).total === base.total && (await subscribers('closing')) === 0);
     expect(await client.ping()).toBe('PONG');
+  });
+
+  it('goes on by re-checking when its subscriber never confirms a SUBSCRIBE, and replaces that subscriber', async () => {
+    // The subscriber's connection goes to a second server that is paused: as after a cluster node holding it died.
+    const dead = await startRedis();
+    const deadClient = new Redis(dead.url);
+    await deadClient.ping();
+    dead.pause();
+    const own = new RedisLockBackend({ client, recheckInterval: 300 });
+    const port = (own as unknown as { client: { duplicateForSubscriber(): unknown } }).client;
+    const real = port.duplicateForSubscriber.bind(port);
+    let duplicated = 0;
+    port.duplicateForSubscriber = () =>
+      ++duplicated === 1 ? new IoRedisPort(deadClient).duplicateForSubscriber() : real();
+    try {
+      const holder = lockRequest('unconfirmed', 20_000);
+      const first = (await own.tryAcquire(holder))!;
+      const wait = deadline(15_000);
+      const waiter = lockRequest('unconfirmed');
+      const granted = own.acquire(waiter, wait.signal);
+      await sleep(600);
+      const releasedAt = performance.now();
+      await own.release(held(holder, first));
+      const grant = await granted;
+      wait.dispose();
+      // Found by a re-check (every 300 ms here), long before the 15 s deadline.
+      expect(performance.now() - releasedAt).toBeLessThan(5_000);
+      await own.release(held(waiter, grant));
+      // The next wait gets a subscriber of its own, which hears the release.
+      const again = (await own.tryAcquire(holder))!;
+      const next = own.acquire(lockRequest('unconfirmed'), deadline(15_000).signal);
+      await eventually(async () => (await subscribers('unconfirmed')) === 1);
+      await own.release(held(holder, again));
+      await next;
+      expect(duplicated).toBe(2);
+    } finally {
+      dead.resume();
+      await own.close();
+      deadClient.disconnect();
+      await dead.stop();
+    }
   });
 });

@@ -54,6 +54,8 @@ interface ChannelEntry {
 export class ChannelSubscriber {
   private readonly channels = new Map<string, ChannelEntry>();
   private closed = false;
+  /** A SUBSCRIBE went unconfirmed for a whole re-check interval: its connection may be gone for good. */
+  private suspected = false;
 
   constructor(private readonly connection: SubscriberConnection) {
     connection.onMessage((channel, message) => {
@@ -62,9 +64,14 @@ export class ChannelSubscriber {
     });
   }
 
-  /** The connection gave up for good (or was closed): a new subscriber is needed for new waiters. */
+  /** The connection gave up for good, was closed, or is suspected dead: a new subscriber is needed for new waiters. */
   get isUsable(): boolean {
-    return !this.closed && this.connection.status !== 'end';
+    return !this.closed && !this.suspected && this.connection.status !== 'end';
+  }
+
+  /** Marks it unusable (see `suspected`); the waiters on it go on by re-checking. */
+  suspect(): void {
+    this.suspected = true;
   }
 
   /**

@@ -175,7 +175,11 @@ export class RedisLockBackend implements LockBackend {
   /** The shared subscriber, created at the first wait; replaced if the client gave its connection up for good. */
   private sharedSubscriber(): ChannelSubscriber {
     this.lifecycle.assertOpen('acquire');
-    if (!this.subscriber?.isUsable) this.subscriber = new ChannelSubscriber(this.client.duplicateForSubscriber());
+    if (!this.subscriber?.isUsable) {
+      // One that is only suspected still holds a connection: close it (its waiters re-check on their own).
+      void this.subscriber?.close().catch(() => undefined);
+      this.subscriber = new ChannelSubscriber(this.client.duplicateForSubscriber());
+    }
     return this.subscriber;
   }
 

@@ -172,16 +172,29 @@ export class RedisWaiter {
     return !this.commands.fifo || message === '*' || message.split(' ').includes(request.token);
   }
 
+  /**
+   * Waits for the server to confirm a SUBSCRIBE, at most a re-check interval: a subscriber connection whose node
+   * died can leave it unanswered for good (a node-redis cluster does not move it), and the wait then goes on by
+   * re-checking, as after a lost message. Such a subscriber is replaced for the waits that come next.
+   */
   private async subscribed(subscription: ChannelSubscription, signal: AbortSignal, inFlight: InFlight): Promise<void> {
     let abortedFirst = false;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), this.commands.tuning.recheckInterval);
+      timer.unref?.();
+    });
     try {
-      await raceAbort(subscription.ready, signal, () => {
+      const outcome = await raceAbort(Promise.race([subscription.ready, late]), signal, () => {
         abortedFirst = true;
         return inFlight.answered ? signal.reason : this.commands.noAnswerError('acquire', signal);
       });
+      if (outcome === 'late') this.subscriber.suspect();
     } catch (error) {
       if (abortedFirst) throw error;
       throw this.commands.error('acquire', `could not subscribe to release messages: ${messageOf(error)}`, error);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
