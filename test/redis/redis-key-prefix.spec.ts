@@ -35,9 +35,12 @@ describe('Redis with an ioredis keyPrefix', () => {
 
   function service(options: RedisLockBackendTuning = {}): LockService {
     const client = new Redis(server.url, { keyPrefix: PREFIX });
-    const locks = new LockService(new RedisLockBackend({ client, recheckInterval: 30_000, waiterTtl: 60_000, ...options }), {
-      keyPrefix: 'locks',
-    });
+    const locks = new LockService(
+      new RedisLockBackend({ client, recheckInterval: 30_000, waiterTtl: 60_000, ...options }),
+      {
+        keyPrefix: 'locks',
+      },
+    );
     opened.push({ locks, client });
     return locks;
   }
