@@ -55,6 +55,20 @@ export class LockExplorer implements OnModuleInit {
     );
   }
 
+  /** checkController for a WebSocket gateway or GraphQL resolver: its handlers are locked by LockInterceptor too. */
+  private checkHandlerHost(wrapper: InstanceWrapper, prototype: Record<string, unknown>, names: string[]): void {
+    const interceptor = wrapper.host?.injectables.get(LockInterceptor)?.instance as LockInterceptor | undefined;
+    if (!interceptor || interceptor.hasLockService) return;
+    const host = (wrapper.instance as object).constructor;
+    const method = this.metadata.getWithLock(host)
+      ? undefined
+      : names.find(
+          (name) => this.metadata.isInterceptedHandler(prototype[name]) && this.metadata.getWithLock(prototype[name]),
+        );
+    if (method === undefined && !this.metadata.getWithLock(host)) return;
+    throw new LockModuleMissingError(method === undefined ? host.name : `${host.name}.${method}`, wrapper.host?.name);
+  }
+
   private explore(wrapper: InstanceWrapper, controllerClasses: ReadonlySet<unknown>): void {
     const instance: unknown = wrapper.instance;
     if (!instance || typeof instance !== 'object' || wrapper.isAlias) return;
@@ -70,6 +84,7 @@ export class LockExplorer implements OnModuleInit {
         `@WithLock on the class ${className} has no effect: on providers it goes on each method to lock (class-level @WithLock is for controllers).`,
       );
     }
+    if (isHandlerHost) this.checkHandlerHost(wrapper, prototype, allMethodNames);
     // Gateway message handlers and resolver methods are route handlers: their LockInterceptor locks them.
     const methodNames = allMethodNames.filter(
       (name) => this.metadata.getWithLock(prototype[name]) && !this.metadata.isInterceptedHandler(prototype[name]),

@@ -132,9 +132,9 @@ export class LockInterceptor implements NestInterceptor {
         // @nestjs/graphql answers an HttpException as a GraphQL error with the body in its extensions.
         return new HttpException(response, response.statusCode, { cause: error });
       case 'rpc':
-        return transportException('@nestjs/microservices', 'RpcException', response) ?? error;
+        return transportException('@nestjs/microservices', 'RpcException', response, error) ?? error;
       case 'ws':
-        return transportException('@nestjs/websockets', 'WsException', response) ?? error;
+        return transportException('@nestjs/websockets', 'WsException', response, error) ?? error;
       default:
         return error;
     }
@@ -179,13 +179,22 @@ function rawResponse(context: ExecutionContext): NodeResponseLike | undefined {
  * Those packages are installed whenever an rpc or ws handler runs, but this library must not require them
  * otherwise. Their filters send the object to the client as the error.
  */
-function transportException(packageName: string, className: string, response: LockErrorResponse): Error | undefined {
+function transportException(
+  packageName: string,
+  className: string,
+  response: LockErrorResponse,
+  cause: unknown,
+): Error | undefined {
   try {
     const exception = loadOptionalPackage<Record<string, new (error: object) => Error>>(
       packageName,
       'an rpc or ws handler',
     )[className];
-    return new exception({ status: 'error', ...response });
+    const mapped = new exception({ status: 'error', ...response });
+    // Their constructors take no options: set the lock error behind them as HttpException's is, for
+    // describeLockError in an app's exception filter (the transports send getError() only, never the cause).
+    Object.defineProperty(mapped, 'cause', { value: cause, configurable: true, writable: true });
+    return mapped;
   } catch {
     return undefined;
   }

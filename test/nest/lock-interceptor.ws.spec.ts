@@ -1,14 +1,23 @@
-import { INestApplication } from '@nestjs/common';
+import { ArgumentsHost, Catch, INestApplication, Module, UseFilters } from '@nestjs/common';
 import { IoAdapter } from '@nestjs/platform-socket.io';
 import { Test } from '@nestjs/testing';
-import { MessageBody, SubscribeMessage, WebSocketGateway, WsResponse } from '@nestjs/websockets';
+import {
+  BaseWsExceptionFilter,
+  MessageBody,
+  SubscribeMessage,
+  WebSocketGateway,
+  WsException,
+  WsResponse,
+} from '@nestjs/websockets';
 import { interval, map, Observable, take } from 'rxjs';
 import { io, Socket } from 'socket.io-client';
 import { DistributedLockModule } from '../../lib/distributed-lock.module';
 import { CurrentLock } from '../../lib/decorators/current-lock.decorator';
 import { WithLock } from '../../lib/decorators/with-lock.decorator';
 import type { LockHandle } from '../../lib/lock-handle';
+import { LockModuleMissingError } from '../../lib/errors';
 import { LockService } from '../../lib/lock.service';
+import { describeLockError } from '../../lib/interceptors/lock-error-response';
 import { eventually } from '../support/time';
 import { CaptureLogger } from './support/capture-logger';
 import { Gates } from './support/gates';
@@ -32,6 +41,27 @@ class FilesGateway {
       take(3),
       map((tick) => ({ event: 'tick', data: { key: lock.key, tick } })),
     );
+  }
+}
+
+/** What an app's own WebSocket exception filter sees: the lock error behind the WsException, via describeLockError. */
+const described: unknown[] = [];
+
+@Catch(WsException)
+class DescribingFilter extends BaseWsExceptionFilter {
+  override catch(exception: WsException, host: ArgumentsHost): void {
+    described.push(describeLockError(exception));
+    super.catch(exception, host);
+  }
+}
+
+@WebSocketGateway({ namespace: 'filtered' })
+@UseFilters(new DescribingFilter())
+class FilteredGateway {
+  @SubscribeMessage('take')
+  @WithLock('slot:<<id>>', { waitTimeout: 0 })
+  take(@CurrentLock() lock: LockHandle) {
+    return { key: lock.key };
   }
 }
 
@@ -64,7 +94,7 @@ describe('LockInterceptor on WebSocket gateway handlers (socket.io)', () => {
     gates = new Gates();
     const moduleRef = await Test.createTestingModule({
       imports: [DistributedLockModule.forRoot()],
-      providers: [FilesGateway, OrdersGateway, { provide: Gates, useValue: gates }],
+      providers: [FilesGateway, OrdersGateway, FilteredGateway, { provide: Gates, useValue: gates }],
     }).compile();
     logger = new CaptureLogger();
     app = moduleRef.createNestApplication({ logger });
@@ -160,6 +190,22 @@ describe('LockInterceptor on WebSocket gateway handlers (socket.io)', () => {
     await eventually(async () => !(await locks.isLocked('file:t')), 'the lock of the completed stream is released');
   });
 
+  it("lets an app's exception filter read the lock error behind the WsException (describeLockError)", async () => {
+    const filtered = await connect('/filtered');
+    try {
+      const held = await app.get(LockService).acquire('slot:7');
+      const exception = new Promise<unknown>((resolve) => filtered.once('exception', resolve));
+      filtered.emit('take', { id: 7 });
+      expect(await exception).toMatchObject({ status: 'error', statusCode: 409, code: 'LockTimeoutError' });
+      expect(described).toEqual([
+        expect.objectContaining({ statusCode: 409, code: 'LockTimeoutError', key: 'slot:7' }),
+      ]);
+      await held.release();
+    } finally {
+      filtered.close();
+    }
+  });
+
   it('applies a class-level @WithLock to each message handler, without a startup warning', async () => {
     const orders = await connect('/orders');
     try {
@@ -172,5 +218,32 @@ describe('LockInterceptor on WebSocket gateway handlers (socket.io)', () => {
 
   it("locks a gateway's other @WithLock methods as a provider's, with placeholders naming parameters", async () => {
     await expect(app.get(OrdersGateway).audit('9')).resolves.toBe('9 under order:9');
+  });
+});
+
+describe('@WithLock on a gateway in a module that cannot see DistributedLockModule', () => {
+  @WebSocketGateway({ namespace: 'orphan' })
+  class OrphanGateway {
+    @SubscribeMessage('take')
+    @WithLock('orphan:<<id>>')
+    take(@MessageBody() data: { id: string }) {
+      return data;
+    }
+  }
+
+  @Module({ providers: [OrphanGateway] })
+  class OrphanGatewayModule {}
+
+  it('fails at startup, naming the module to import it into, as for a controller', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [DistributedLockModule.forRoot(), OrphanGatewayModule],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    const failure = app.init();
+    await expect(failure).rejects.toBeInstanceOf(LockModuleMissingError);
+    await expect(failure).rejects.toThrow(
+      /OrphanGateway\.take .*import DistributedLockModule\.forRoot\(\.\.\.\) into OrphanGatewayModule/,
+    );
+    await app.close();
   });
 });
