@@ -209,10 +209,12 @@ describe('Redis waiters', () => {
       await own.release(held(waiter, grant));
       // The next wait gets a subscriber of its own, which hears the release.
       const again = (await own.tryAcquire(holder))!;
-      const next = own.acquire(lockRequest('unconfirmed'), deadline(15_000).signal);
+      const nextWait = deadline(15_000);
+      const next = own.acquire(lockRequest('unconfirmed'), nextWait.signal);
       await eventually(async () => (await subscribers('unconfirmed')) === 1);
       await own.release(held(holder, again));
       await next;
+      nextWait.dispose();
       expect(duplicated).toBe(2);
     } finally {
       dead.resume();
