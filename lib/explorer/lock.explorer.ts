@@ -42,30 +42,25 @@ export class LockExplorer implements OnModuleInit {
     const controller = wrapper.metatype as Function | undefined;
     const prototype = controller?.prototype as Record<string, unknown> | undefined;
     if (!controller || !prototype) return;
-    const interceptor = wrapper.host?.injectables.get(LockInterceptor)?.instance as LockInterceptor | undefined;
-    if (!interceptor || interceptor.hasLockService) return;
-    const method = this.metadata.getWithLock(controller)
-      ? undefined
-      : this.scanner.getAllMethodNames(prototype).find((name) => this.metadata.getWithLock(prototype[name]));
-    // The interceptor may be there for another controller of the module; this one may not use @WithLock.
-    if (method === undefined && !this.metadata.getWithLock(controller)) return;
-    throw new LockModuleMissingError(
-      method === undefined ? controller.name : `${controller.name}.${method}`,
-      wrapper.host?.name,
-    );
+    this.requireLockService(wrapper, controller, prototype, (name) => !!this.metadata.getWithLock(prototype[name]));
   }
 
-  /** checkController for a WebSocket gateway or GraphQL resolver: its handlers are locked by LockInterceptor too. */
-  private checkHandlerHost(wrapper: InstanceWrapper, prototype: Record<string, unknown>, names: string[]): void {
+  /**
+   * Throws LockModuleMissingError when the module of `host` (a controller, gateway or resolver) made its
+   * LockInterceptor without a LockService and `host` has @WithLock on the class or on a method `locked` picks.
+   */
+  private requireLockService(
+    wrapper: InstanceWrapper,
+    host: Function,
+    prototype: Record<string, unknown>,
+    locked: (methodName: string) => boolean,
+  ): void {
     const interceptor = wrapper.host?.injectables.get(LockInterceptor)?.instance as LockInterceptor | undefined;
     if (!interceptor || interceptor.hasLockService) return;
-    const host = (wrapper.instance as object).constructor;
-    const method = this.metadata.getWithLock(host)
-      ? undefined
-      : names.find(
-          (name) => this.metadata.isInterceptedHandler(prototype[name]) && this.metadata.getWithLock(prototype[name]),
-        );
-    if (method === undefined && !this.metadata.getWithLock(host)) return;
+    const classLevel = this.metadata.getWithLock(host) !== undefined;
+    // The interceptor may be there for another class of the module; this one may not use @WithLock.
+    const method = classLevel ? undefined : this.scanner.getAllMethodNames(prototype).find(locked);
+    if (!classLevel && method === undefined) return;
     throw new LockModuleMissingError(method === undefined ? host.name : `${host.name}.${method}`, wrapper.host?.name);
   }
 
@@ -84,7 +79,15 @@ export class LockExplorer implements OnModuleInit {
         `@WithLock on the class ${className} has no effect: on providers it goes on each method to lock (class-level @WithLock is for controllers).`,
       );
     }
-    if (isHandlerHost) this.checkHandlerHost(wrapper, prototype, allMethodNames);
+    // Its module must see DistributedLockModule, as a controller's must.
+    if (isHandlerHost) {
+      this.requireLockService(
+        wrapper,
+        instance.constructor,
+        prototype,
+        (name) => this.metadata.isInterceptedHandler(prototype[name]) && !!this.metadata.getWithLock(prototype[name]),
+      );
+    }
     // Gateway message handlers and resolver methods are route handlers: their LockInterceptor locks them.
     const methodNames = allMethodNames.filter(
       (name) => this.metadata.getWithLock(prototype[name]) && !this.metadata.isInterceptedHandler(prototype[name]),
