@@ -83,10 +83,17 @@ export class LockGrants {
       .then((grant) => (grant ? this.adopt(request, grant, resolved, started) : null) ?? otherwise());
   }
 
-  /** Releases every handle held now; no grant is adopted from then on. */
-  releaseAll(): Promise<PromiseSettledResult<void>[]> {
+  /**
+   * Releases every handle held now; no grant is adopted from then on. Resolves with the locks whose release
+   * failed (left to expire after their ttl), each with its error.
+   */
+  async releaseAll(): Promise<{ readonly key: string; readonly error: unknown }[]> {
     this.closing = true;
-    return Promise.allSettled(this.handles.toArray().map((handle) => handle.release()));
+    const handles = this.handles.toArray();
+    const results = await Promise.allSettled(handles.map((handle) => handle.release()));
+    return results.flatMap((result, index) =>
+      result.status === 'rejected' ? [{ key: handles[index].key, error: result.reason as unknown }] : [],
+    );
   }
 
   /** Waits for a grant with whatever time is left; again if one arrives with no validity left. */

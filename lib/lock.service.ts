@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Observable } from 'rxjs';
@@ -5,6 +6,7 @@ import { BackendCalls, WaitHook } from './backend-calls';
 import type { AcquireRequest, BackendInspection, LockBackend } from './backends/lock-backend.interface';
 import { runInLockScope } from './context/lock-context';
 import { currentInScope, inheritedInScope } from './context/scope-lookup';
+import { LOGGER_CONTEXT } from './distributed-lock.constants';
 import { LockNotSupportedError } from './errors';
 import type { LockEvent } from './lock-event';
 import { LockEventHub } from './lock-event-hub';
@@ -22,6 +24,7 @@ import {
 } from './lock-options';
 import { monotonicNow } from './utils/clock';
 import { jsonSafe } from './utils/json';
+import { describeError } from './utils/redact';
 import {
   checkOptionNames,
   optionNames,
@@ -37,6 +40,8 @@ const SERVICE_OPTIONS = optionNames<LockServiceOptions>({
   instanceId: true,
 });
 
+/** Where close() reports locks it could not release. */
+const shutdownLogger = new Logger(LOGGER_CONTEXT);
 /** What `LockService.inspect(key)` returns. */
 export interface LockInspection extends BackendInspection {
   readonly key: string;
@@ -225,10 +230,18 @@ export class LockService {
     return inheritedInScope(this.keyPrefix, this.backend.kind, key, resolved);
   }
 
-  /** Releases every lock this service holds, then closes what the backend created itself (not your client). */
+  /**
+   * Releases every lock this service holds, then closes what the backend created itself (not your client). A lock
+   * it cannot release (the server or your client is gone already) is logged as a warning: it stays locked until
+   * its ttl expires.
+   */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      await this.grants.releaseAll();
+      for (const { key, error } of await this.grants.releaseAll()) {
+        shutdownLogger.warn(
+          `Could not release lock "${key}" on close; it stays locked until its ttl expires. ${describeError(error)}`,
+        );
+      }
       await this.backend.close();
       this.eventHub.complete();
     })();

@@ -39,6 +39,12 @@ const CLIENT_SET_UP: ReadonlyArray<readonly [RegExp, string]> = [
       'passed in only after the LockService.',
   ],
   [
+    // ioredis, once its connection ended: quit() by the app, or reconnection given up.
+    /Connection is closed/,
+    'The client’s connection is closed: if the app closed the client, close it only after the LockService; ' +
+      'otherwise check that the server is running and reachable from this process.',
+  ],
+  [
     /with a chroot in the connection string/,
     'Create the missing node, or fix the path after the host list in the connection string.',
   ],

@@ -100,7 +100,14 @@ export class LeaderExplorer implements OnApplicationBootstrap, BeforeApplication
         const result = instance[methodName](leadership, run.signal);
         if (isPromiseLike(result)) {
           await result;
-          await leadership.resign();
+          // The method succeeded: a failed resign is the server's (the leadership then expires after its ttl).
+          await leadership
+            .resign()
+            .catch((error: unknown) =>
+              this.logger.warn(
+                `@OnLeader ${where}: could not resign "${metadata.name}" (term ${leadership.term}); it expires after its ttl. ${String(error)}`,
+              ),
+            );
         } else {
           // Held until lost (events$ errors) or resigned (it completes), e.g. on shutdown.
           await lastValueFrom(leadership.events$.pipe(ignoreElements()), { defaultValue: undefined });

@@ -95,6 +95,10 @@ describe('error classes', () => {
       expect(message(detail)).toMatch(advice);
       expect(message(detail)).not.toContain('running and reachable');
     }
+    // ioredis once its connection ended: closed by the app, or given up on the server.
+    expect(message('Connection is closed. (connection end)')).toMatch(
+      /if the app closed the client, close it only after the LockService; otherwise check that the server is running/,
+    );
     // A client that keeps reconnecting may be refused its login: the hint names both.
     expect(message('127.0.0.1:6380 (connection reconnecting)')).toMatch(
       /running and reachable from this process, and that the client’s credentials are right\.$/,

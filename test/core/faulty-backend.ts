@@ -13,6 +13,7 @@ export class FaultyBackend implements LockBackend {
   /** What the next extend calls do. */
   extendFault: 'none' | 'error' | 'hang' = 'none';
   acquireFault: 'none' | 'hang-ignoring-signal' = 'none';
+  releaseFault: 'none' | 'error' = 'none';
   tryAcquireDelayMs = 0;
   /**
    * How long an extend's answer takes to come back after the renewal took effect: a slow server or network.
@@ -43,6 +44,7 @@ export class FaultyBackend implements LockBackend {
 
   async release(lock: HeldLock): Promise<boolean> {
     this.calls.release += 1;
+    if (this.releaseFault === 'error') throw new Error('Connection is closed. (injected)');
     return this.inner.release(lock);
   }
 

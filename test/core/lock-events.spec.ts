@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { firstValueFrom, lastValueFrom, toArray } from 'rxjs';
 import { LockLostError, LockService, LockTimeoutError, MemoryLockBackend } from '../../lib';
 import type { LockEvent } from '../../lib';
@@ -79,6 +80,30 @@ describe('LockService.events$ and maxHold', () => {
     expect(of('failing').at(-1)).toBe('lost');
     expect(events.some((event) => event.type === 'acquired')).toBe(false);
     await locks.close();
+  });
+
+  it('close() warns about every lock it could not release, and still closes', async () => {
+    const backend = new FaultyBackend();
+    const locks = new LockService(backend);
+    await locks.acquire('stays:1');
+    await locks.acquire('stays:2');
+    backend.releaseFault = 'error';
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      await expect(locks.close()).resolves.toBeUndefined();
+      const warnings = warn.mock.calls.map(([message]) => String(message));
+      for (const key of ['stays:1', 'stays:2']) {
+        expect(warnings).toContainEqual(
+          expect.stringMatching(
+            new RegExp(
+              `Could not release lock "${key}" on close; it stays locked until its ttl expires\\. .*Connection is closed`,
+            ),
+          ),
+        );
+      }
+    } finally {
+      warn.mockRestore();
+    }
   });
 
   it('maxHold: the watchdog stops renewing, and the lock expires as lost at the end of its validity', async () => {
