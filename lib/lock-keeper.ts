@@ -4,6 +4,7 @@ import { backendErrorOf } from './errors/lock-backend.error';
 import type { LockRenewal } from './lock-renewal';
 import { LockLifecycleListener, LockNotices } from './lock-notices';
 import { monotonicNow, toEpochMs } from './utils/clock';
+import { driftAllowance } from './utils/drift-allowance';
 import { checkTtl } from './utils/validate';
 import { settleWithDeadline, withDeadline } from './utils/deadline';
 import { ExtendBatcher } from './watchdog/extend-batcher';
@@ -218,14 +219,17 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
         this.markLost(this.expiryReason());
         return 'lost';
       }
-      if (monotonicNow() - this.acquiredAtMonotonic >= this.maxHold) {
+      const holdLeft = this.maxHold - (monotonicNow() - this.acquiredAtMonotonic);
+      if (holdLeft <= 0) {
         this.holdLimitReached = true;
         return 'expire';
       }
+      // Never past maxHold: the last renewal before it asks only for what is left of it.
+      const renewFor = Math.min(ttl, Math.ceil(holdLeft));
       let validUntil: number | null;
       try {
         // Waits until the validity ends, as it stands then: a renewal beside this one may move it meanwhile.
-        validUntil = await this.extender.extend(this.lock, ttl, this);
+        validUntil = await this.extender.extend(this.lock, renewFor, this);
       } catch (error) {
         if (this.state !== 'held') return 'lost';
         if (monotonicNow() >= this.validUntil) {
@@ -287,7 +291,8 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
   private expiryReason(): string {
     if (this.holdLimitReached)
       return `it was held for maxHold=${this.maxHold} ms, so the watchdog stopped renewing it and it expired`;
-    if (this.validUntil - this.acquiredAtMonotonic >= this.maxHold)
+    // Validity reaching maxHold (less the drift allowance taken off every grant) means maxHold bounded it.
+    if (this.validUntil - this.acquiredAtMonotonic >= this.maxHold - driftAllowance(this.maxHold) - 1)
       return `its validity ended after maxHold=${this.maxHold} ms, before the watchdog ran again (the event loop was blocked)`;
     return 'its validity ended before it could be renewed (the event loop was blocked or renewals kept failing)';
   }

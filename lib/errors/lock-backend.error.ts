@@ -29,7 +29,7 @@ export class LockBackendError extends LockError {
  * whose command the ACL refuses fails with "The user executing the script can't <verb> ..." (Redis 7).
  */
 const REFUSED_ACCESS =
-  /\b(NOPERM|WRONGPASS|NOAUTH|NO_AUTH|AUTH_FAILED|PERMISSION_DENIED|permission denied|authentication failed|user executing the script can't|user name is empty|invalid auth token|unauthenticated)\b/i;
+  /\b(NOPERM|WRONGPASS|NOAUTH|NO_AUTH|AUTH_FAILED|PERMISSION_DENIED|permission denied|authentication failed|user executing the script can't|user name is empty|invalid auth token|unauthenticated|INVALID_ACL)\b/i;
 
 /** Errors of the client the app passed in, not of the server: what to change in its set-up. */
 const CLIENT_SET_UP: ReadonlyArray<readonly [RegExp, string]> = [

@@ -107,7 +107,14 @@ export class Leadership implements AsyncDisposable {
     this.stopObserving = init.backend.observeGrant?.(init.grant, (event) => this.onBackendEvent(event));
     // An object of its own, so the watchdog's symbol members stay off this public class.
     const renewable: Renewable = {
-      [RENEW]: () => this.renewOnce(),
+      [RENEW]: (alongside: boolean) => {
+        // The last renewal has gone a whole period unanswered (a silent server): warn while validity remains,
+        // as a held lock's watchdog does.
+        if (alongside && this.currentState === 'leading') {
+          this.atRisk(new Error('a renewal has had no answer for a whole renewal period; another goes out beside it'));
+        }
+        return this.renewOnce();
+      },
       [VALIDITY_LEFT]: () => this.validUntil - monotonicNow(),
     };
     this.watchdog = new Watchdog(renewable, Math.max(1, Math.floor(init.ttl / 3)), RenewalScheduler.for(init.backend));

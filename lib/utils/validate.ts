@@ -84,10 +84,6 @@ export function resolveLockOptions(
       `Invalid waitTimeout ${shown(waitTimeout)}: use a number of milliseconds >= 0 (0 fails at once when the key is busy, Infinity waits forever).`,
     );
   }
-  // The default renew interval follows the ttl actually used, not the ttl the default interval was set for.
-  const renewInterval =
-    options?.renewInterval ?? (options?.ttl === undefined ? defaults?.renewInterval : undefined) ?? ttl / 3;
-  checkRenewInterval(renewInterval, ttl);
   const mode = options?.mode ?? defaults?.mode ?? 'exclusive';
   if (!LOCK_MODES.has(mode)) {
     throw new TypeError(`Invalid mode ${JSON.stringify(mode)}: use 'exclusive' (the default), 'read' or 'write'.`);
@@ -109,6 +105,12 @@ export function resolveLockOptions(
       `Invalid maxHold ${shown(maxHold)}: use a number of milliseconds > 0 (Infinity, the default, means no limit).`,
     );
   }
+  // The default renew interval follows the ttl actually used, not the ttl the default interval was set for.
+  const renewInterval =
+    options?.renewInterval ?? (options?.ttl === undefined ? defaults?.renewInterval : undefined) ?? ttl / 3;
+  checkRenewInterval(renewInterval, ttl);
+  // A lock never outlives maxHold: a shorter maxHold is also the grant's ttl (renewals stop there, see LockKeeper).
+  const heldTtl = Math.min(ttl, maxHold);
   const lockDelay = options?.lockDelay ?? defaults?.lockDelay ?? 0;
   if (!Number.isSafeInteger(lockDelay) || lockDelay < 0 || lockDelay > MAX_LOCK_DELAY) {
     throw new TypeError(
@@ -125,7 +127,17 @@ export function resolveLockOptions(
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new TypeError('Invalid signal: pass an AbortSignal (e.g. from an AbortController) or leave it out.');
   }
-  return { mode, permits, ttl: Math.ceil(ttl), waitTimeout, renewInterval, maxHold, lockDelay, family, signal };
+  return {
+    mode,
+    permits,
+    ttl: Math.ceil(heldTtl),
+    waitTimeout,
+    renewInterval: heldTtl < ttl ? Math.min(renewInterval, heldTtl / 3) : renewInterval,
+    maxHold,
+    lockDelay,
+    family,
+    signal,
+  };
 }
 
 function defaultFamily(key: string): string {

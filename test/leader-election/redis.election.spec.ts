@@ -119,6 +119,8 @@ describe('redis elections: keys, terms and loss', () => {
       const afterRenewals = events.slice(events.findLastIndex((event) => event.type === 'renewed') + 1);
       expect(afterRenewals.length).toBeGreaterThan(0);
       expect(afterRenewals.every((event) => event.type === 'at-risk')).toBe(true);
+      // The first warning comes while validity remains (a renewal unanswered for a period), not with the loss.
+      expect((afterRenewals[0] as Extract<LeadershipEvent, { type: 'at-risk' }>).remaining).toBeGreaterThan(0);
     } finally {
       server.resume();
       await ours.close();

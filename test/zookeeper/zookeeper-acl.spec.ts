@@ -115,6 +115,14 @@ describe('ZooKeeper ACLs on the nodes the backend creates', () => {
     await lock.release();
   });
 
+  it("says what is missing when an 'auth' acl comes without credentials", async () => {
+    const locks = service(new ZooKeeperLockBackend({ connectionString: server.connectionString, acl: CREATOR_ALL }));
+    const error = await locks.tryAcquire('no-credentials').catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(LockBackendError);
+    expect((error as Error).message).toMatch(/INVALID_ACL.*give the backend authInfo/);
+    expect((error as Error).message).toMatch(/check the user, its password and its permissions/);
+  });
+
   it('refuses a malformed acl or authInfo with a TypeError that shows the expected shape', () => {
     const connectionString = server.connectionString;
     expect(() => new ZooKeeperLockBackend({ connectionString, acl: [] })).toThrow(/acl must be a non-empty array/);

@@ -12,6 +12,7 @@ export const ZK_ERROR = {
   NODE_EXISTS: -110,
   NOT_EMPTY: -111,
   SESSION_EXPIRED: -112,
+  INVALID_ACL: -114,
   AUTH_FAILED: -115,
 } as const;
 
@@ -46,6 +47,9 @@ function describe(error: unknown): string {
   const code = zkErrorCode(error);
   if (code === ZK_ERROR.NO_AUTH || code === ZK_ERROR.AUTH_FAILED) {
     return `${messageOf(error)}: the client lacks permission on the lock path (check its ACLs and addAuthInfo)`;
+  }
+  if (code === ZK_ERROR.INVALID_ACL) {
+    return `${messageOf(error)}: the server refused the backend's acl for a new node (an 'auth' ACL needs credentials: give the backend authInfo, or call addAuthInfo on your client)`;
   }
   // The backend reads a missing node as an answer everywhere but when it creates the namespace's root.
   if (code === ZK_ERROR.NO_NODE) {
