@@ -2,7 +2,7 @@ import { SCHEDULED_LOCK_METADATA } from '../distributed-lock.constants';
 import { LockModuleMissingError, ScheduledLockConfigError } from '../errors';
 import { parseKeyTemplate } from '../key-template/parse-key-template';
 import { MAX_TTL } from '../lock-options';
-import { resolveLockOptions, validateLockKey } from '../utils/validate';
+import { type BoundedLockOptions, GRANT_WITHIN_MAX_HOLD, resolveLockOptions, validateLockKey } from '../utils/validate';
 import { scheduledJobOf } from './scheduled-job';
 import type { ScheduledLockMetadata } from './scheduled-lock-metadata';
 import type { ScheduledLockOptions } from './scheduled-lock-options';
@@ -87,7 +87,14 @@ function compileScheduledLock(name: string, options: ScheduledLockOptions): Sche
         `lockAtMostFor bounds how long a firing may hold its lock; raise it, or lower lockAtLeastFor.`,
     );
   }
-  const lockOptions = Object.freeze({ ttl, renewInterval, maxHold: lockAtMostFor, family });
+  const lockOptions: BoundedLockOptions = Object.freeze({
+    ttl,
+    renewInterval,
+    maxHold: lockAtMostFor,
+    family,
+    // lockAtMostFor bounds the firing's lock itself, not only its renewals.
+    [GRANT_WITHIN_MAX_HOLD]: true as const,
+  });
   try {
     resolveLockOptions(lockOptions, undefined);
   } catch (error) {

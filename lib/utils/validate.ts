@@ -10,6 +10,16 @@ import {
 
 /** Longest key accepted, in bytes of UTF-8. Keeps server keys and log lines bounded. */
 export const MAX_KEY_BYTES = 1024;
+
+/**
+ * @internal On a lock's options: a `maxHold` shorter than the ttl is also the grant's ttl, so the lock never outlives
+ * it. Set by @ScheduledLock for `lockAtMostFor`; plain `maxHold` keeps the grant's ttl and only stops renewals.
+ */
+export const GRANT_WITHIN_MAX_HOLD = Symbol('grantWithinMaxHold');
+
+/** @internal */
+export type BoundedLockOptions = LockOptions & { readonly [GRANT_WITHIN_MAX_HOLD]?: true };
+
 const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
 // eslint-disable-next-line no-control-regex -- the range starts at NUL on purpose: any ASCII character
 const ASCII = /^[\x00-\x7f]+$/;
@@ -109,8 +119,9 @@ export function resolveLockOptions(
   const renewInterval =
     options?.renewInterval ?? (options?.ttl === undefined ? defaults?.renewInterval : undefined) ?? ttl / 3;
   checkRenewInterval(renewInterval, ttl);
-  // A lock never outlives maxHold: a shorter maxHold is also the grant's ttl (renewals stop there, see LockKeeper).
-  const heldTtl = Math.min(ttl, maxHold);
+  // @ScheduledLock's lockAtMostFor: the grant itself never outlives it (renewals never do, see LockKeeper).
+  const bounded: BoundedLockOptions | undefined = options;
+  const heldTtl = bounded?.[GRANT_WITHIN_MAX_HOLD] === true ? Math.min(ttl, maxHold) : ttl;
   const lockDelay = options?.lockDelay ?? defaults?.lockDelay ?? 0;
   if (!Number.isSafeInteger(lockDelay) || lockDelay < 0 || lockDelay > MAX_LOCK_DELAY) {
     throw new TypeError(

@@ -56,6 +56,17 @@ class Jobs {
     this.record();
   }
 
+  /** A hung job under the module's default ttl (30 s): lockAtMostFor, not the ttl, must end it. */
+  @Timeout('hung', 3_600_000)
+  @ScheduledLock('hung', { lockAtMostFor: 300 })
+  async hangs(): Promise<void> {
+    const { signal } = this.locks.current()!;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 60_000);
+      signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+    });
+  }
+
   @Timeout('lost', 3_600_000)
   @ScheduledLock('lost', { ttl: 300, lockAtMostFor: 300 })
   async losesItsLock(): Promise<void> {
@@ -168,6 +179,14 @@ describe('@ScheduledLock on the memory backend', () => {
 
   it('rejects with LockLostError when lockAtMostFor passes while the job runs', async () => {
     await expect(a.jobs.losesItsLock()).rejects.toBeInstanceOf(LockLostError);
+  });
+
+  it('ends a hung job about lockAtMostFor after the grant, however long the ttl, and frees its key', async () => {
+    const startedAt = performance.now();
+    await expect(a.jobs.hangs()).rejects.toThrow(/maxHold=300 ms/);
+    // Far below the module's 30 s ttl, which bounded it before; generous for a loaded machine.
+    expect(performance.now() - startedAt).toBeLessThan(10_000);
+    expect(await a.locks.isLocked('hung')).toBe(false);
   });
 
   it('leaves the jobs registered with @nestjs/schedule whatever the decorator order', () => {
