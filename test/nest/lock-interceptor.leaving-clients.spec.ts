@@ -1,6 +1,5 @@
 import {
   CanActivate,
-  ConsoleLogger,
   Controller,
   ExecutionContext,
   Get,
@@ -19,21 +18,8 @@ import { LockService } from '../../lib/lock.service';
 import { MemoryLockBackend } from '../../lib/backends/memory/memory-lock.backend';
 import { RecordingBackend } from '../support/recording-backend';
 import { eventually } from '../support/time';
+import { CaptureLogger } from './support/capture-logger';
 import { Gates } from './support/gates';
-
-/** Keeps what Nest logs as errors (an unhandled exception in a request is one). */
-class ErrorCapture extends ConsoleLogger {
-  readonly errors: string[] = [];
-
-  override error(message: unknown): void {
-    this.errors.push(String(message));
-  }
-
-  override log(): void {}
-  override warn(): void {}
-  override debug(): void {}
-  override verbose(): void {}
-}
 
 /** Tells the test when a request's client left (x-gate), and waits for the test first when asked to (x-slow). */
 @Injectable()
@@ -71,7 +57,7 @@ describe('LockInterceptor and clients that leave', () => {
   let app: INestApplication;
   let base: string;
   let gates: Gates;
-  let logger: ErrorCapture;
+  let logger: CaptureLogger;
   let locks: LockService;
   let backend: RecordingBackend;
   const clients: ClientRequest[] = [];
@@ -84,7 +70,7 @@ describe('LockInterceptor and clients that leave', () => {
       controllers: [SlotsController],
       providers: [SlowGuard, { provide: Gates, useValue: gates }],
     }).compile();
-    logger = new ErrorCapture();
+    logger = new CaptureLogger();
     app = moduleRef.createNestApplication({ logger });
     await app.listen(0, '127.0.0.1');
     base = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
