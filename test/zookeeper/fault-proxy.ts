@@ -15,6 +15,7 @@ export class FaultProxy {
   private refusing = false;
   private replies = true;
   private requests = true;
+  private readonly swallowWatchers = new Set<(chunk: Buffer) => void>();
 
   private constructor(
     private readonly server: Server,
@@ -66,6 +67,18 @@ export class FaultProxy {
     this.requests = false;
   }
 
+  /** Resolves once a request chunk containing `text` was swallowed (see silence()): the client sent it. */
+  swallowed(text: string): Promise<void> {
+    return new Promise((resolve) => {
+      const watcher = (chunk: Buffer) => {
+        if (!chunk.includes(text)) return;
+        this.swallowWatchers.delete(watcher);
+        resolve();
+      };
+      this.swallowWatchers.add(watcher);
+    });
+  }
+
   async close(): Promise<void> {
     this.cut();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
@@ -81,6 +94,7 @@ export class FaultProxy {
     this.pairs.add(pair);
     client.on('data', (chunk) => {
       if (this.requests) upstream.write(chunk);
+      else for (const watcher of [...this.swallowWatchers]) watcher(chunk);
     });
     upstream.on('data', (chunk) => {
       if (this.replies) client.write(chunk);

@@ -1,7 +1,8 @@
 import { LockService } from '../../lib';
 import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper-lock.backend';
-import { namespacePath } from '../../lib/backends/zookeeper/zookeeper-node-layout';
+import { encodePathSegment, namespacePath } from '../../lib/backends/zookeeper/zookeeper-node-layout';
 import { startZooKeeper, TestZooKeeperServer } from '../support/zookeeper-server';
+import { FaultProxy } from './fault-proxy';
 import { AdminClient, eventually } from './zookeeper-spec-helpers';
 
 const NAMES = 1_000;
@@ -52,6 +53,41 @@ describe('ZooKeeper: footprint of many names taken once', () => {
       await locks.close();
     }
   }, 120_000);
+
+  it('a lock and a permit lost with their expired session leave no node: the server deleted ours, the backend sweeps the paths once it has a new session', async () => {
+    const sessionTimeout = 2_000;
+    const proxy = await FaultProxy.start(server.port);
+    const locks = new LockService(
+      new ZooKeeperLockBackend({ connectionString: proxy.connectionString, sessionTimeout, spinDelay: 100 }),
+      { keyPrefix: 'footprint-lost' },
+    );
+    try {
+      const lock = await locks.acquire('order:lost', { ttl: sessionTimeout });
+      const permit = await locks.acquire('export:lost', { ttl: sessionTimeout, permits: 2 });
+      proxy.cut();
+      // The server expires the session (ticks of 500 ms, and a loaded machine) and deletes both nodes.
+      await eventually(
+        async () => (await admin.contenders('order:lost', 'footprint-lost')).length === 0,
+        'the server deleting the expired session’s node',
+        20_000,
+      );
+      expect(await admin.children(namespacePath('footprint-lost'))).toEqual(
+        expect.arrayContaining([encodePathSegment('order:lost'), encodePathSegment('export:lost')]),
+      );
+      proxy.restore();
+      await eventually(() => lock.signal.aborted && permit.signal.aborted, 'both handles reporting the loss', 20_000);
+      await lock.release();
+      await permit.release();
+      await eventually(
+        async () => (await admin.children(namespacePath('footprint-lost'))).length === 0,
+        'the emptied lock and semaphore paths swept',
+        30_000,
+      );
+    } finally {
+      await locks.close();
+      await proxy.close();
+    }
+  }, 90_000);
 
   it(`leaves no node under the namespace after ${SEMAPHORE_NAMES} semaphores were taken and released: their \`locks\` and \`leases\` parents are swept too`, async () => {
     const locks = new LockService(

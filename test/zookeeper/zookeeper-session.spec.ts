@@ -11,7 +11,7 @@ import { outcome, within } from '../support/time';
 import { startZooKeeper, TestZooKeeperServer } from '../support/zookeeper-server';
 import { FaultProxy } from './fault-proxy';
 import { LineProcess, killAllLineProcesses } from '../support/line-process';
-import { eventually, held, lockRequest } from './zookeeper-spec-helpers';
+import { AdminClient, eventually, held, lockRequest } from './zookeeper-spec-helpers';
 
 /** Short sessions, so expiry tests take seconds; the server's tickTime of 500 ms allows 1 s to 10 s. */
 const SESSION_TIMEOUT = 2_000;
@@ -122,6 +122,30 @@ describe('ZooKeeperLockBackend sessions', () => {
     expect(await backend.extend(held(request, grant), 3_000)).not.toBeNull();
     stop();
     expect(await backend.release(held(request, grant))).toBe(true);
+  });
+
+  it('a release whose delete is lost with the connection deletes the node once the same session reconnects: the lock is not held until the session ends', async () => {
+    const proxy = defer(await FaultProxy.start(server.port));
+    const backend = backendAt(proxy.connectionString, 8_000);
+    const request = lockRequest('lost-delete', 8_000, 'sessions');
+    const grant = (await backend.tryAcquire(request))!;
+    const nodePath = (grant.state as { nodePath: string }).nodePath;
+
+    proxy.silence();
+    const sent = proxy.swallowed(nodePath.slice(nodePath.lastIndexOf('/') + 1));
+    const released = outcome(backend.release(held(request, grant)));
+    await within(sent, 10_000, 'the delete request leaving the client');
+    // The connection drops with the delete unanswered: node-zookeeper-client fails it (CONNECTION_LOSS).
+    proxy.cut();
+    proxy.restore();
+    const { value, error } = await within(released, 15_000, 'the release settling');
+    expect(error).toBeUndefined();
+    expect(value).toBe(true);
+    const admin = defer(await AdminClient.connect(server.connectionString));
+    expect(await admin.contenders('lost-delete', 'sessions')).toEqual([]);
+    const contender = backendAt(server.connectionString);
+    const next = await contender.tryAcquire(lockRequest('lost-delete', 8_000, 'sessions'));
+    expect(next).not.toBeNull();
   });
 
   it('a session that expires while cut off is LOST: renewals$ errors with LockLostError, signal aborts, and only then does another client get the lock', async () => {

@@ -1,3 +1,5 @@
+import { posix } from 'node:path';
+import { SEMAPHORE_GATE, SEMAPHORE_LEASES } from './zookeeper-node-layout';
 import type { ZooKeeperSession } from './zookeeper-session';
 
 /** How long an emptied lock path may stay: a key locked again within it reuses the path. */
@@ -6,7 +8,8 @@ const SWEEP_DELAY_MS = 10_000;
 const MAX_PENDING = 1_000;
 
 /**
- * Deletes the lock paths our releases left empty, a little later and in one pipeline. Deleting at once
+ * Deletes the lock paths our nodes left empty (released, or deleted by the server with an expired session), a
+ * little later and in one pipeline. Deleting at once
  * would make a hot key pay for re-creating its path on every acquire (about 2.7x fewer cycles per second);
  * never deleting would leave one empty node behind for every key ever locked. Curator avoids both with
  * container nodes, which the server reaps itself, but node-zookeeper-client cannot create containers.
@@ -24,7 +27,20 @@ export class LockPathSweeper {
     private readonly track: (work: Promise<unknown>) => void,
   ) {}
 
-  /** A release left `path` possibly empty. */
+  /**
+   * Our node at `nodePath` is gone: its lock path may be empty now, and for a semaphore's lease
+   * (`<path>/leases/<node>`) the semaphore's gate (`<path>/locks`) and path too.
+   */
+  addParentsOf(nodePath: string): void {
+    const parent = posix.dirname(nodePath);
+    this.add(parent);
+    if (posix.basename(parent) !== SEMAPHORE_LEASES) return;
+    const semaphore = posix.dirname(parent);
+    this.add(`${semaphore}/${SEMAPHORE_GATE}`);
+    this.add(semaphore);
+  }
+
+  /** `path` may be empty now. */
   add(path: string): void {
     this.paths.add(path);
     if (this.paths.size >= MAX_PENDING) this.track(this.sweep());

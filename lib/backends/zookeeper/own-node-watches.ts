@@ -1,7 +1,11 @@
 import type { Event as ZkEvent } from 'node-zookeeper-client';
+import { delay } from '../../utils/abort';
+import { isConnectionLoss } from './zookeeper-errors';
 import type { ZooKeeperSession } from './zookeeper-session';
 
 const NODE_DELETED = 2;
+/** Longest pause between tries of removeWhileSession (doubling from 50 ms). */
+const MAX_REMOVE_RETRY_MS = 1_000;
 
 interface Entry {
   readonly sessionId: string;
@@ -85,14 +89,38 @@ export class OwnNodeWatches {
     return this.session.remove(path);
   }
 
+  /**
+   * As remove(), retrying through connection losses for as long as `sessionId`, the node's session, lives: a
+   * delete lost with a dropped connection would otherwise leave the node, and so the lock, held until the session
+   * ends, which for a live process may be never. Resolves false when the node was already gone or its session
+   * expired (the server deleted it then).
+   */
+  async removeWhileSession(path: string, sessionId: string): Promise<boolean> {
+    for (let failures = 0; this.session.sessionId === sessionId; failures++) {
+      try {
+        return await this.remove(path);
+      } catch (error) {
+        if (!isConnectionLoss(error)) throw error;
+        await delay(Math.min(MAX_REMOVE_RETRY_MS, 50 * 2 ** failures));
+      }
+    }
+    return false;
+  }
+
   /** Ends the entry: the node is gone or being removed by its owner, or its watch could not be set. */
   forget(path: string): void {
     this.entries.delete(path);
   }
 
-  /** The session expired: its watches will never fire. */
-  forgetSession(sessionId: string): void {
-    for (const [path, entry] of this.entries) if (entry.sessionId === sessionId) this.entries.delete(path);
+  /** The session expired: its watches will never fire. Returns the paths of its nodes, which the server deleted. */
+  forgetSession(sessionId: string): string[] {
+    const forgotten: string[] = [];
+    for (const [path, entry] of this.entries) {
+      if (entry.sessionId !== sessionId) continue;
+      this.entries.delete(path);
+      forgotten.push(path);
+    }
+    return forgotten;
   }
 
   get size(): number {

@@ -6,8 +6,6 @@ export interface ZooKeeperLockState {
   readonly nodePath: string;
   /** The session that owns the node (16 hex digits): the node lives exactly as long as that session. */
   readonly sessionId: string;
-  /** For a semaphore permit: the semaphore's path, whose `locks` and `leases` parents the sweeper may delete. */
-  readonly semaphorePath?: string;
 }
 
 export function asZooKeeperLockState(state: unknown): ZooKeeperLockState {

@@ -13,7 +13,7 @@ import type { AcquisitionContext } from './zookeeper-queue';
 import type { ZooKeeperAcl, ZooKeeperAuthInfo, ZooKeeperClient } from './zookeeper-client';
 import { isSessionExpired, toZooKeeperBackendError } from './zookeeper-errors';
 import { asZooKeeperLockState, validUntil } from './zookeeper-lock-state';
-import { isContender, lockPath, SEMAPHORE_GATE } from './zookeeper-node-layout';
+import { isContender, lockPath } from './zookeeper-node-layout';
 import { ZooKeeperSemaphoreAcquisition } from './zookeeper-semaphore-acquisition';
 import { hex } from './zookeeper-client-facts';
 import { ZooKeeperSession } from './zookeeper-session';
@@ -105,7 +105,9 @@ export class ZooKeeperLockBackend implements LockBackend {
       track: (work) => this.lifecycle.track(work),
     };
     this.stopSessionEvents = this.session.onEvent((event) => {
-      if (event.type === 'expired') this.ownNodes.forgetSession(event.sessionId);
+      if (event.type !== 'expired') return;
+      // The server deleted that session's nodes, and no release of ours will sweep the lock paths they leave.
+      for (const node of this.ownNodes.forgetSession(event.sessionId)) this.sweeper.addParentsOf(node);
     });
   }
 
@@ -174,18 +176,13 @@ export class ZooKeeperLockBackend implements LockBackend {
   async release(lock: HeldLock): Promise<boolean> {
     this.lifecycle.assertOpen('release');
     const state = asZooKeeperLockState(lock.state);
-    if (state.sessionId !== this.session.sessionId) return false;
     try {
-      const deleted = await this.ownNodes.remove(state.nodePath);
-      this.sweeper.add(state.nodePath.slice(0, state.nodePath.lastIndexOf('/')));
-      if (state.semaphorePath !== undefined) {
-        this.sweeper.add(`${state.semaphorePath}/${SEMAPHORE_GATE}`);
-        this.sweeper.add(state.semaphorePath);
-      }
-      return deleted;
+      return await this.ownNodes.removeWhileSession(state.nodePath, state.sessionId);
     } catch (error) {
       if (isSessionExpired(error)) return false;
       throw toZooKeeperBackendError(this.address, 'release', error);
+    } finally {
+      this.sweeper.addParentsOf(state.nodePath);
     }
   }
 

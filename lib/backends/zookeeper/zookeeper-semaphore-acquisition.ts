@@ -1,13 +1,8 @@
 import type { AcquireRequest, LockGrant } from '../lock-backend.interface';
-import { delay } from '../../utils/abort';
 import { ZooKeeperAcquisition } from './zookeeper-acquisition';
 import type { AcquisitionContext, ContenderRecipe } from './zookeeper-queue';
-import { isConnectionLoss } from './zookeeper-errors';
 import { asZooKeeperLockState, ZooKeeperLockState } from './zookeeper-lock-state';
 import { LEASE_MARKER, lockPath, MUTEX_MARKER, SEMAPHORE_GATE, SEMAPHORE_LEASES } from './zookeeper-node-layout';
-
-/** Longest pause between attempts to delete our gate node while the connection is down. */
-const MAX_GATE_RETRY_MS = 1_000;
 
 /**
  * One semaphore acquire or tryAcquire in the layout of Apache Curator's InterProcessSemaphoreV2 (see
@@ -47,7 +42,7 @@ export class ZooKeeperSemaphoreAcquisition {
 
   async tryAcquire(): Promise<LockGrant | null> {
     const grant = await this.step(this.lease('tryAcquire')).tryAcquire();
-    return grant && this.asPermit(grant);
+    return grant;
   }
 
   async acquire(signal: AbortSignal): Promise<LockGrant> {
@@ -57,7 +52,7 @@ export class ZooKeeperSemaphoreAcquisition {
       ).acquire();
       try {
         const grant = await this.step(this.lease('acquire', signal)).acquireOnce();
-        if (grant) return this.asPermit(grant);
+        if (grant) return grant;
       } finally {
         this.leaveGate(asZooKeeperLockState(gate.state));
       }
@@ -84,28 +79,11 @@ export class ZooKeeperSemaphoreAcquisition {
     return new ZooKeeperAcquisition(this.ctx, this.request, operation, signal, recipe);
   }
 
-  private asPermit(grant: LockGrant): LockGrant {
-    const state: ZooKeeperLockState = { ...asZooKeeperLockState(grant.state), semaphorePath: this.path };
-    return { ...grant, state };
-  }
-
   /**
    * Deletes our gate node in the background, retrying through connection losses: a gate node left behind would
    * block every other acquirer of the semaphore for as long as our session lives. It ends with the session.
    */
   private leaveGate(gate: ZooKeeperLockState): void {
-    const { session } = this.ctx;
-    const leave = async () => {
-      for (let failures = 0; session.sessionId === gate.sessionId; failures++) {
-        try {
-          await this.ctx.ownNodes.remove(gate.nodePath);
-          return;
-        } catch (error) {
-          if (!isConnectionLoss(error)) return;
-          await delay(Math.min(MAX_GATE_RETRY_MS, 50 * 2 ** failures));
-        }
-      }
-    };
-    this.ctx.track(leave());
+    this.ctx.track(this.ctx.ownNodes.removeWhileSession(gate.nodePath, gate.sessionId).catch(() => false));
   }
 }
