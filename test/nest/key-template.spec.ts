@@ -124,6 +124,28 @@ describe('HTTP placeholders', () => {
     expect(() => render('x:<<body.constructor.name>>', { body: {} })).toThrow('is missing');
     expect(() => render('x:<<__proto__>>', { body: {} })).toThrow('is missing');
   });
+
+  it("reads getters of the object's own classes (an entity's `get id()`, a Mongoose document's fields), nothing else there", () => {
+    class Account {
+      constructor(private readonly accountId: string) {}
+      get id(): string {
+        return this.accountId;
+      }
+      describe(): string {
+        return 'account';
+      }
+    }
+    class AuthUser extends Account {
+      get tenant(): { name: string } {
+        return { name: 'acme' };
+      }
+    }
+    const user = new AuthUser('7');
+    expect(render('u:<<user.id>>:<<user.tenant.name>>', { user })).toBe('u:7:acme');
+    expect(() => render('u:<<user.describe>>', { user })).toThrow('<<user.describe>> is missing');
+    expect(() => render('u:<<user.constructor.name>>', { user })).toThrow('is missing');
+    expect(() => render('u:<<user.__proto__>>', { user })).toThrow('is missing');
+  });
 });
 
 describe('RPC, WebSocket and GraphQL placeholders', () => {
@@ -171,6 +193,18 @@ describe('method argument placeholders', () => {
 
   it('resolves parameter names when the parameter list is simple', () => {
     expect(keys('report:<<reportId>>:<<order.id>>', Reports.prototype.generate, ['r1', { id: 4 }])).toBe('report:r1:4');
+  });
+
+  it("reads getters of an argument's class", () => {
+    class Order {
+      constructor(private readonly orderId: number) {}
+      get id(): number {
+        return this.orderId;
+      }
+    }
+    expect(keys('report:<<reportId>>:<<order.id>>', Reports.prototype.generate, ['r1', new Order(4)])).toBe(
+      'report:r1:4',
+    );
   });
 
   it('rejects a missing argument per call', () => {
