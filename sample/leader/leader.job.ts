@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable, Logger } from '@nestjs/common';
 import { Leadership, OnLeader } from '../../lib';
 
@@ -30,10 +31,8 @@ export class LeaderJob {
     while (!stop.aborted) {
       // A real job would pass leadership.term to the store it writes, as a fencing token.
       this.status = { runs: this.status.runs + 1, lastRunAt: Date.now(), lastTerm: leadership.term.toString() };
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, EVERY_MS);
-        stop.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
-      });
+      // Node's timer takes the signal and removes its listener when it fires (a listener per run would pile up).
+      await sleep(EVERY_MS, undefined, { signal: stop }).catch(() => undefined);
     }
   }
 }
