@@ -54,7 +54,11 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
   private readonly maxHold: number;
   private holdLimitReached = false;
   private renewalCount = 0;
-  /** The last renewal, which the next one (and release) waits for; none before the first. */
+  /**
+   * The last renewal, which the next one (and release) waits for; none before the first. A renewal that finds the
+   * lock lost before its first await tells the listeners synchronously, before it is stored here: a release()
+   * from a listener then has nothing in flight to wait for.
+   */
   private renewalChain: Promise<RenewOutcome> | undefined;
   /** Renewals queued or running; release waits for them only when there are any. */
   private renewing = 0;
@@ -104,7 +108,7 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
     const wasHeld = this.state === 'held';
     if (wasHeld) this.state = 'released';
     const stopping = this.watchdog.stop();
-    const renewal = this.renewing > 0 ? this.renewalChain!.then(undefined, () => undefined) : undefined;
+    const renewal = this.renewing > 0 ? this.renewalChain?.then(undefined, () => undefined) : undefined;
     // Nothing to wait for (almost every release): delete at once, with no async frame around it.
     if (!stopping && !renewal) return this.deleteLock(wasHeld);
     return Promise.all([stopping, renewal]).then(() => this.deleteLock(wasHeld));
@@ -116,7 +120,7 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
     if (wasHeld) this.state = 'released';
     const stopping = this.watchdog.stop();
     if (stopping) await stopping;
-    if (this.renewing > 0) await this.renewalChain!.then(undefined, () => undefined);
+    if (this.renewing > 0) await this.renewalChain?.then(undefined, () => undefined);
     try {
       if (!wasHeld) return false;
       const validUntil = await withDeadline(

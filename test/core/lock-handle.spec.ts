@@ -109,6 +109,35 @@ describe('LockHandle watchdog (core, over the memory backend with injected fault
     expect(backend.calls.extend).toBe(extendsBefore);
   });
 
+  it.each(['signal', 'renewals$', 'events$'] as const)(
+    'release() and extend() called from the %s loss notice of a first renewal return promises (found from outside: release threw a TypeError there)',
+    async (notice) => {
+      const lock = await locks.acquire('file:in-notice', { ttl: 300 });
+      const calls: { threw?: unknown; released?: Promise<unknown>; extended?: Promise<unknown> } = {};
+      const onLoss = () => {
+        try {
+          calls.released = lock.release();
+          calls.extended = lock.extend(300);
+        } catch (error) {
+          calls.threw = error;
+        }
+      };
+      const lost = lostPromise(lock.signal);
+      if (notice === 'signal') lock.signal.addEventListener('abort', onLoss, { once: true });
+      if (notice === 'renewals$') lock.renewals$.subscribe({ error: onLoss });
+      if (notice === 'events$') {
+        locks.events$.subscribe((event) => event.type === 'lost' && onLoss());
+      }
+      blockEventLoop(700);
+      await lost;
+      expect(calls.threw).toBeUndefined();
+      await expect(calls.released).resolves.toBeUndefined();
+      await expect(calls.extended).rejects.toBeInstanceOf(LockLostError);
+      // The key is free again: the quiet delete of a lost lock ran.
+      await (await locks.acquire('file:in-notice', { waitTimeout: 1_000 })).release();
+    },
+  );
+
   it('emits at-risk on a transient renewal failure and recovers when the server answers again', async () => {
     const lock = await locks.acquire('file:5', { ttl: 900 });
     const events: LockRenewal[] = [];
