@@ -13,6 +13,9 @@ import { Renewable, RENEW, VALIDITY_LEFT, Watchdog } from './watchdog/watchdog';
 
 export type LockState = 'held' | 'released' | 'lost';
 
+/** A validity end noticed later than this (ms) says the event loop was blocked, not merely busy. */
+const BLOCKED_LOOP_MS = 100;
+
 /** 'expire': maxHold passed, so stop renewing and let the lock run out. */
 type RenewOutcome = 'renewed' | 'retry' | 'lost' | 'expire';
 
@@ -293,11 +296,17 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
    * renewed past it anyway, so that is the limit the caller hit.
    */
   private expiryReason(): string {
-    if (this.holdLimitReached)
-      return `it was held for maxHold=${this.maxHold} ms, so the watchdog stopped renewing it and it expired`;
-    // Validity reaching maxHold (less the drift allowance taken off every grant) means maxHold bounded it.
-    if (this.validUntil - this.acquiredAtMonotonic >= this.maxHold - driftAllowance(this.maxHold) - 1)
-      return `its validity ended after maxHold=${this.maxHold} ms, before the watchdog ran again (the event loop was blocked)`;
+    // Validity reaching maxHold (less the drift allowance taken off every grant) means maxHold bounded it: the
+    // grant and the last renewal ask for no more than what is left of it, so that is the usual way it ends.
+    if (
+      this.holdLimitReached ||
+      this.validUntil - this.acquiredAtMonotonic >= this.maxHold - driftAllowance(this.maxHold) - 1
+    ) {
+      const late = monotonicNow() - this.validUntil;
+      const blocked =
+        late > BLOCKED_LOOP_MS ? ` (the event loop was blocked: noticed ${Math.round(late)} ms late)` : '';
+      return `it was held for maxHold=${this.maxHold} ms, so the watchdog stopped renewing it and it expired${blocked}`;
+    }
     return 'its validity ended before it could be renewed (the event loop was blocked or renewals kept failing)';
   }
 
@@ -306,13 +315,16 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
     this.state = 'lost';
     void this.watchdog.stop();
     this.stopObserving?.();
+    this.backend.abandon?.(this.lock);
     this.notices.lost(new LockLostError(this.lock.key, reason, cause === undefined ? undefined : { cause }));
     this.onEnd(this.handle);
   }
 
   private onBackendEvent(event: BackendLockEvent): void {
     if (this.state !== 'held') return;
-    if (event.type === 'lost') return this.markLost(event.reason);
+    // Past its validity, the keeper knows better why (maxHold, a blocked loop) than a backend that saw it expire.
+    if (event.type === 'lost')
+      return this.markLost(monotonicNow() >= this.validUntil ? this.expiryReason() : event.reason);
     if (event.type === 'at-risk') this.emitAtRisk(event.error);
   }
 

@@ -61,6 +61,14 @@ export interface LockBackend {
   /** Deletes the lock if the owner token still holds it, and wakes the next waiter. Resolves whether it deleted. */
   release(lock: HeldLock): Promise<boolean>;
 
+  /**
+   * Optional: the core gave `lock` up without a release (its validity ran out: `maxHold`, a blocked event loop,
+   * renewals that kept failing), and nobody may call `release` for it. A backend whose locks do not expire by
+   * themselves (ZooKeeper nodes live as long as the session) deletes it here, in the background, so the key is
+   * freed; one whose locks expire on the server leaves this out. Must not throw.
+   */
+  abandon?(lock: HeldLock): void;
+
   /** Whether anyone holds the key now. */
   isLocked(namespace: string, key: string): Promise<boolean>;
 

@@ -1,4 +1,11 @@
-import type { AcquireRequest, BackendInspection, HeldLock, LockBackend, LockGrant } from '../lock-backend.interface';
+import type {
+  AcquireRequest,
+  BackendInspection,
+  BackendLockEvent,
+  HeldLock,
+  LockBackend,
+  LockGrant,
+} from '../lock-backend.interface';
 import type { ElectionBackend } from '../../leader-election/election-backend.interface';
 import { MemoryElection } from '../../leader-election/memory/memory-election';
 import { LockBackendError } from '../../errors';
@@ -19,6 +26,8 @@ interface Holder {
    * plus the request's lock-delay: a holder that was lost without a release keeps the key blocked that long.
    */
   blocksUntil: number;
+  /** The core's listener (observe()): told the lock is lost when it expires here, before a waiter gets the key. */
+  onLost?: (event: BackendLockEvent) => void;
 }
 
 interface Waiter {
@@ -116,6 +125,20 @@ export class MemoryLockBackend implements LockBackend {
     return this.remove(heldStateId(lock), lock.token);
   }
 
+  /**
+   * The holder's handle hears of an expiry here before the key goes to a waiter: the core's own check of the
+   * validity runs on the watchdog's timer, which can fire after this backend's (real servers expire a lock a
+   * drift allowance after its validity ends, so they need no such notice).
+   */
+  observe(lock: HeldLock, listener: (event: BackendLockEvent) => void): () => void {
+    const holder = this.keys.get(heldStateId(lock))?.holders.get(lock.token);
+    if (!holder) return () => undefined;
+    holder.onLost = listener;
+    return () => {
+      if (holder.onLost === listener) holder.onLost = undefined;
+    };
+  }
+
   async isLocked(namespace: string, key: string): Promise<boolean> {
     this.lifecycle.assertOpen('isLocked');
     return (this.current(stateId({ namespace, key }))?.holders.size ?? 0) > 0;
@@ -189,6 +212,7 @@ export class MemoryLockBackend implements LockBackend {
       if (holder.blocksUntil <= now) {
         state.holders.delete(token);
         expired = true;
+        holder.onLost?.({ type: 'lost', reason: 'its ttl ran out before it was renewed' });
       }
     }
     if (expired) this.admitWaiters(id, state);

@@ -186,6 +186,15 @@ export class ZooKeeperLockBackend implements LockBackend {
     }
   }
 
+  /**
+   * Our node lives as long as the session, not a ttl: a lock the core gave up unreleased (maxHold, a blocked
+   * event loop) would stay held until the session ends. Delete it; a node already gone costs one request.
+   */
+  abandon(lock: HeldLock): void {
+    if (this.lifecycle.isClosed) return;
+    this.lifecycle.track(this.release(lock).catch(() => false));
+  }
+
   async isLocked(namespace: string, key: string): Promise<boolean> {
     this.lifecycle.assertOpen('isLocked');
     try {

@@ -1,3 +1,4 @@
+import { LockLostError } from '../../../lib/errors';
 import type { LockRenewal, LockRenewedEvent } from '../../../lib/lock-renewal';
 import { sleep, within } from '../../support/time';
 import type { ContractContext } from '../contract-context';
@@ -38,4 +39,18 @@ export function watchdogCases(ctx: ContractContext): void {
     expect(next.fencingToken > lock.fencingToken).toBe(true);
     await next.release();
   });
+
+  it('maxHold: a holder that never releases is reported lost, and the key goes to a waiter without anyone releasing it', async () => {
+    const locks = ctx.service();
+    const contender = ctx.service();
+    const maxHold = Math.round(ctx.ttl * 1.5);
+    const lock = await locks.acquire('held-too-long', { ttl: ctx.ttl, maxHold });
+    // Free at most one ttl after maxHold; the rest is room for a loaded machine.
+    const next = await contender.acquire('held-too-long', { ttl: ctx.ttl, waitTimeout: maxHold + ctx.ttl + 15_000 });
+    expect(lock.isHeld).toBe(false);
+    expect(lock.signal.aborted).toBe(true);
+    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+    expect(next.fencingToken > lock.fencingToken).toBe(true);
+    await next.release();
+  }, 60_000);
 }
