@@ -4,6 +4,7 @@ import { LockBackendError, LockError, LockTimeoutError } from './errors';
 import { backendErrorOf } from './errors/lock-backend.error';
 import { afterMicrotask, settleWithDeadline, withDeadline } from './utils/deadline';
 import { MAX_TIMER_DELAY } from './utils/clock';
+import { raceAbort } from './utils/abort';
 
 /**
  * Told when a wait for a busy key is under way, with a function that cancels it: the interceptor uses it for a
@@ -36,7 +37,12 @@ export class BackendCalls {
    * (acquire() tries first too), so that the error names what the user called. `waitTimeout`: acquire()'s, when
    * it is shorter than operationTimeout it bounds the try, so an acquire never outlasts it (0: no such bound).
    */
-  tryGrant(request: AcquireRequest, operation: 'acquire' | 'tryAcquire', waitTimeout = 0): Promise<LockGrant | null> {
+  tryGrant(
+    request: AcquireRequest,
+    operation: 'acquire' | 'tryAcquire',
+    waitTimeout = 0,
+    signal?: AbortSignal,
+  ): Promise<LockGrant | null> {
     let attempt: Promise<LockGrant | null>;
     try {
       attempt = this.backend.tryAcquire(request, operation);
@@ -44,7 +50,7 @@ export class BackendCalls {
       return Promise.reject(this.asLockError(operation, error));
     }
     const byWaitTimeout = waitTimeout > 0 && waitTimeout < this.operationTimeout;
-    return settleWithDeadline(
+    const answer = settleWithDeadline(
       attempt,
       byWaitTimeout ? waitTimeout : this.operationTimeout,
       () =>
@@ -60,6 +66,12 @@ export class BackendCalls {
         throw this.asLockError(operation, error);
       },
     );
+    // The caller's signal ends an acquire's first attempt too (a stalled server), and a grant that comes later goes back.
+    if (!signal) return answer;
+    return raceAbort(answer, signal, () => {
+      this.releaseLateGrant(request, attempt);
+      return signal.reason;
+    });
   }
 
   /**
@@ -124,8 +136,9 @@ export class BackendCalls {
           clearTimeout(timer);
           signal?.removeEventListener('abort', onSignal);
           this.recycle(controller);
-          // The caller cancelled the wait: hand back exactly their reason.
-          reject(cancelled && error === cancelReason ? error : this.asLockError('acquire', error));
+          // The caller cancelled the wait: hand back exactly their reason, also when the backend ended its wait with
+          // an error of its own (etcd: a request still unanswered on a stalled server).
+          reject(cancelled ? cancelReason : this.asLockError('acquire', error));
         },
       );
       // The deadline, the caller's signal and `onWait` are set up one microtask later, and only if the key is

@@ -42,8 +42,18 @@ export class LockGrants {
   /** See LockService.acquire(): waits up to `resolved.waitTimeout`. */
   acquire(request: AcquireRequest, resolved: ResolvedLockOptions, onWait?: WaitHook): Promise<LockHandle> {
     const started = monotonicNow();
+    // Cancelled before it began: no attempt, whatever the path (a grant would be taken for nobody).
+    if (resolved.signal?.aborted) return Promise.reject(resolved.signal.reason);
     if (resolved.waitTimeout === 0) {
-      return this.attempt('acquire', request, resolved, started, () => this.timedOut(request, resolved, started, 0));
+      return this.attempt(
+        'acquire',
+        request,
+        resolved,
+        started,
+        () => this.timedOut(request, resolved, started, 0),
+        0,
+        resolved.signal,
+      );
     }
     if (this.backend.tryBeforeWait) {
       // The uncontended fast path: one round trip, no wait machinery; a server that does not answer fails it by
@@ -55,6 +65,7 @@ export class LockGrants {
         started,
         () => this.wait(request, resolved, started, onWait),
         resolved.waitTimeout,
+        resolved.signal,
       );
     }
     return this.wait(request, resolved, started, onWait);
@@ -77,9 +88,10 @@ export class LockGrants {
     started: number,
     otherwise: () => T | Promise<T>,
     waitTimeout?: number,
+    signal?: AbortSignal,
   ): Promise<LockHandle | T> {
     return this.calls
-      .tryGrant(request, operation, waitTimeout)
+      .tryGrant(request, operation, waitTimeout, signal)
       .then((grant) => (grant ? this.adopt(request, grant, resolved, started) : null) ?? otherwise());
   }
 

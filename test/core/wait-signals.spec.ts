@@ -1,5 +1,7 @@
 import type { AcquireRequest, LockGrant } from '../../lib/backends/lock-backend.interface';
 import { LockService, LockTimeoutError } from '../../lib';
+import { performance } from 'node:perf_hooks';
+import { eventually } from '../support/time';
 import { FaultyBackend } from './faulty-backend';
 
 /** Records the signal of every acquire, and can keep listening to it after the acquire settled (against the contract). */
@@ -47,4 +49,41 @@ describe('the signal LockService hands a backend for a wait', () => {
     await held.release();
     await locks.close();
   });
+});
+
+/** A backend whose first attempt comes before any wait (as Redis's), over a server that answers slowly. */
+class SlowFastPathBackend extends FaultyBackend {
+  readonly tryBeforeWait = true;
+}
+
+describe("the caller's signal during an acquire's first attempt", () => {
+  it.each([
+    ['the default waitTimeout', 10_000],
+    ['waitTimeout 0', 0],
+  ])(
+    'with %s, an abort ends the attempt at once with its reason, and the grant that comes later goes back',
+    async (_, waitTimeout) => {
+      const backend = new SlowFastPathBackend();
+      backend.tryAcquireDelayMs = 1_500;
+      const locks = new LockService(backend);
+      try {
+        const controller = new AbortController();
+        const reason = new Error('the caller gave up');
+        const started = performance.now();
+        const acquiring = locks.acquire('slow-server', { waitTimeout, signal: controller.signal });
+        acquiring.catch(() => undefined);
+        expect(backend.calls.tryAcquire).toBe(1);
+        controller.abort(reason);
+        await expect(acquiring).rejects.toBe(reason);
+        // Well before the server's answer: the abort did not wait for it.
+        expect(performance.now() - started).toBeLessThan(1_000);
+        // The answer, a grant, arrives later and is released: the key is free and nobody holds a handle.
+        await eventually(async () => backend.calls.release === 1, 'the late grant released', 10_000);
+        expect(await locks.isLocked('slow-server')).toBe(false);
+        expect(locks.held()).toHaveLength(0);
+      } finally {
+        await locks.close();
+      }
+    },
+  );
 });

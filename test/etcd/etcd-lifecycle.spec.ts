@@ -1,6 +1,7 @@
 import { Etcd3 } from 'etcd3';
 import { EtcdLockBackend } from '../../lib/backends/etcd/etcd-lock.backend';
 import { LockBackendError } from '../../lib/errors';
+import { LockService } from '../../lib/lock.service';
 import { startEtcd, type TestEtcdServer } from '../support/etcd-server';
 import {
   contenders,
@@ -245,6 +246,28 @@ describe('EtcdLockBackend extend, release and close', () => {
       }
       // The grant and put landed after we gave up; the abandoned lease is revoked once etcd answers.
       await eventually(async () => (await contenders(admin, 'paused')).length === 0, 'nothing is left under the lock');
+      await own.close();
+    });
+
+    it("gives a caller who cancels an acquire during a stall their own reason, not the backend's", async () => {
+      const own = new EtcdLockBackend({ hosts: server.endpoint });
+      const locks = new LockService(own, { keyPrefix: NAMESPACE });
+      expect(await locks.isLocked('paused-cancel')).toBe(false);
+      server.pause();
+      try {
+        const controller = new AbortController();
+        const reason = new Error('the caller gave up');
+        const acquiring = locks.acquire('paused-cancel', { waitTimeout: 10_000, signal: controller.signal });
+        setTimeout(() => controller.abort(reason), 300).unref();
+        await expect(acquiring).rejects.toBe(reason);
+      } finally {
+        server.resume();
+      }
+      await eventually(
+        async () => (await contenders(admin, 'paused-cancel')).length === 0,
+        'nothing is left under the lock',
+      );
+      await locks.close();
       await own.close();
     });
 

@@ -50,6 +50,22 @@ export function waitingCases(ctx: ContractContext): void {
     });
   }
 
+  it.each([
+    ['the default waitTimeout', {}],
+    ['waitTimeout 0', { waitTimeout: 0 }],
+  ])(
+    'acquire() with a signal already aborted, with %s, rejects with its reason and takes nothing',
+    async (_, options) => {
+      const locks = ctx.service();
+      const controller = new AbortController();
+      const reason = new Error('the caller gave up');
+      controller.abort(reason);
+      await expect(locks.acquire('cancelled-early', { ...options, signal: controller.signal })).rejects.toBe(reason);
+      expect(await locks.isLocked('cancelled-early')).toBe(false);
+      expect(locks.held()).toHaveLength(0);
+    },
+  );
+
   it('tryAcquire resolves null at once on a held key, even with a long default waitTimeout, and succeeds once it is free', async () => {
     const holder = ctx.service();
     const other = ctx.service({ defaults: { waitTimeout: 10_000 } });
