@@ -227,11 +227,12 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
         return 'lost';
       }
       const holdLeft = this.maxHold - (monotonicNow() - this.acquiredAtMonotonic);
-      if (holdLeft <= 0) {
+      if (this.holdLimitReached || holdLeft <= 0) {
         this.holdLimitReached = true;
         return 'expire';
       }
-      // Never past maxHold: the last renewal before it asks only for what is left of it.
+      // Never past maxHold: the last renewal before it asks only for what is left of it, and is the last one
+      // (renewing again before a validity ends at maxHold would only ask for less and less, ever sooner).
       const renewFor = Math.min(ttl, Math.ceil(holdLeft));
       let validUntil: number | null;
       try {
@@ -273,6 +274,7 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
       // At the same ttl a renewal only moves the expiry forward on the server, so an answer that would move the
       // validity back is an earlier-sent one answering after a later one (two in flight): keep the later one's.
       if (ttl !== this.ttl || validUntil > this.validUntil) this.validUntil = validUntil;
+      if (renewFor < ttl) this.holdLimitReached = true;
       this.renewalCount += 1;
       // Nobody listening (the usual case with many held locks): no renewal object to build.
       if (this.notices.watched) {

@@ -80,6 +80,12 @@ function compileScheduledLock(name: string, options: ScheduledLockOptions): Sche
       `invalid lockAtLeastFor ${String(lockAtLeastFor)}: use milliseconds from 0 to ${MAX_TTL}.`,
     );
   }
+  if (lockAtMostFor !== undefined && (typeof lockAtMostFor !== 'number' || !(lockAtMostFor > 0))) {
+    throw new ScheduledLockConfigError(
+      where,
+      `invalid lockAtMostFor ${String(lockAtMostFor)}: use a positive number of milliseconds (how long a firing may hold its lock), or leave it out.`,
+    );
+  }
   if (lockAtMostFor !== undefined && lockAtLeastFor > lockAtMostFor) {
     throw new ScheduledLockConfigError(
       where,

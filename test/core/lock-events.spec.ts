@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { firstValueFrom, lastValueFrom, toArray } from 'rxjs';
+import { firstValueFrom, lastValueFrom, tap, toArray } from 'rxjs';
 import { LockLostError, LockService, LockTimeoutError, MemoryLockBackend } from '../../lib';
 import type { LockEvent } from '../../lib';
 import { runInLockScope } from '../../lib/context/lock-context';
@@ -111,7 +111,14 @@ describe('LockService.events$ and maxHold', () => {
     const locks = new LockService(backend);
     const started = Date.now();
     const lock = await locks.acquire('stuck', { ttl: 200, maxHold: 500 });
-    const error = await lastValueFrom(lock.renewals$).catch((e) => e);
+    let renewed = 0;
+    const error = await lastValueFrom(
+      lock.renewals$.pipe(tap((event) => (renewed += event.type === 'renewed' ? 1 : 0))),
+    ).catch((e) => e);
+    // Every ttl/3 until maxHold is less than a ttl away, then one last renewal up to it: 6 here, at most. Found from
+    // outside: renewals bunched up before maxHold, each asking for less and ever sooner.
+    expect(renewed).toBeGreaterThan(0);
+    expect(renewed).toBeLessThanOrEqual(7);
     expect(error).toBeInstanceOf(LockLostError);
     expect(error.message).toMatch(/maxHold=500/);
     // Found from outside: an idle loop was blamed ("the event loop was blocked") when maxHold ended the lock.

@@ -220,7 +220,9 @@ describe('@ScheduledLock input checks', () => {
     expect(() => ScheduledLock('job', { waitTimeout: 0 } as never)).toThrow(/A firing never waits/);
     expect(() => ScheduledLock('job', { lockAtMostfor: 1 } as never)).toThrow(/unknown option "lockAtMostfor"/);
     expect(() => ScheduledLock('')).toThrow(ScheduledLockConfigError);
-    expect(() => ScheduledLock('job', { lockAtMostFor: -1 })).toThrow(/lockAtMostFor/);
+    // Found from outside: a negative lockAtMostFor was reported as "lockAtLeastFor (0 ms) is greater than" it.
+    expect(() => ScheduledLock('job', { lockAtMostFor: -5 })).toThrow(/invalid lockAtMostFor -5: use a positive/);
+    expect(() => ScheduledLock('job', { lockAtMostFor: 0 })).toThrow(/invalid lockAtMostFor 0/);
   });
 
   it('fails at startup for a job on a request-scoped provider', async () => {
