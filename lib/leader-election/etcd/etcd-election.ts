@@ -131,14 +131,11 @@ export class EtcdElection implements ElectionBackend {
     const follow = async () => {
       const failures = new ObserveFailures();
       while (!stopper.signal.aborted) {
-        let read: Awaited<ReturnType<EtcdElection['readLeader']>>;
+        let read: Awaited<ReturnType<EtcdElection['readContenders']>>;
         try {
-          read = await this.readLeader(prefix);
+          read = await this.readContenders(prefix);
           if (stopper.signal.aborted) return;
           failures.reset();
-          onChange(read.leader);
-          // A subscriber that had what it wanted unsubscribes inside onChange: create no watcher for it.
-          if (stopper.signal.aborted) return;
         } catch (error) {
           if (stopper.signal.aborted) return;
           const pause = failures.next();
@@ -149,7 +146,10 @@ export class EtcdElection implements ElectionBackend {
           await delay(pause, stopper.signal).catch(() => undefined);
           continue;
         }
-        let { leader, key: leaderKey } = read;
+        const contenders = new ElectionContenders(read.contenders);
+        onChange(contenders.leader());
+        // A subscriber that had what it wanted unsubscribes inside onChange: create no watcher for it.
+        if (stopper.signal.aborted) return;
         await new Promise<void>((resolve) => {
           const current = this.etcd.client
             .watch()
@@ -165,22 +165,19 @@ export class EtcdElection implements ElectionBackend {
             }
             resolve();
           };
-          // A proclaim is a put on the leader's key: its value comes with the event, in order, without a read.
-          // When nobody led, the first put is the new leader (the first-created key), as in Go's Observe: take it
-          // from the event and keep this watcher, so its proclaims and resignation in the same batch are not
-          // skipped by a read that comes after them. The leader's deletion means a new leader: read again.
-          current.on('put', (kv: IKeyValue) => {
-            const key = kv.key.toString('utf8');
-            if (!leader) {
-              leaderKey = key;
-              leader = { value: kv.value.toString('utf8'), term: BigInt(kv.create_revision) };
-              return onChange(leader);
-            }
-            if (key === leaderKey) onChange({ value: kv.value.toString('utf8'), term: leader.term });
-          });
-          current.on('delete', (kv: IKeyValue) => {
-            if (kv.key.toString('utf8') === leaderKey) next();
-          });
+          // Every event is applied, in order, to the contenders read above, so each change of leader is reported
+          // as it happened, also several in one batch: a resignation then a new campaign of the same process (its
+          // key has the same name, a new create revision) reports the vacancy, then the new leader with its term.
+          // A proclaim is a put on the leader's key: reported with its value.
+          const apply = (change: () => boolean) => {
+            if (watcher !== current) return;
+            const before = contenders.leader();
+            const touchedLeader = change();
+            const after = contenders.leader();
+            if (touchedLeader || !sameLeader(before, after)) onChange(after);
+          };
+          current.on('put', (kv: IKeyValue) => apply(() => contenders.put(kv)));
+          current.on('delete', (kv: IKeyValue) => apply(() => contenders.delete(kv)));
           current.on('error', next);
           current.on('disconnected', next);
           stopper.signal.addEventListener('abort', next, { once: true });
@@ -196,16 +193,16 @@ export class EtcdElection implements ElectionBackend {
     for (const attempt of this.campaigns) attempt.cancel(new Error('the election backend is closing'));
   }
 
-  private async readLeader(
-    prefix: string,
-  ): Promise<{ leader: LeaderInfo | null; key: string | undefined; revision: bigint }> {
+  private async readLeader(prefix: string): Promise<{ leader: LeaderInfo | null }> {
     const response = await this.etcd.client.kv.range(firstCreatedWithValue(prefix));
     const first = response.kvs[0];
-    return {
-      key: first?.key.toString('utf8'),
-      leader: first ? { value: first.value.toString('utf8'), term: BigInt(first.create_revision) } : null,
-      revision: BigInt(response.header.revision),
-    };
+    return { leader: first ? { value: first.value.toString('utf8'), term: BigInt(first.create_revision) } : null };
+  }
+
+  /** Every contender under `prefix` (an election has a handful), and the revision they were read at. */
+  private async readContenders(prefix: string): Promise<{ contenders: readonly IKeyValue[]; revision: bigint }> {
+    const response = await this.etcd.client.kv.range(prefixRange(prefix));
+    return { contenders: response.kvs, revision: BigInt(response.header.revision) };
   }
 }
 
@@ -220,4 +217,42 @@ function proclaimTxn(key: string, createRevision: string, value: string, leaseId
     success: [{ request_put: { key: bytes(key), value: bytes(value), lease: leaseId } }],
     failure: [],
   };
+}
+
+/** The contenders of one election as a watch replays them: the leader is the key with the lowest create revision. */
+class ElectionContenders {
+  private readonly byKey = new Map<string, { value: string; term: bigint }>();
+
+  constructor(initial: readonly IKeyValue[]) {
+    for (const kv of initial) this.put(kv);
+  }
+
+  /** Whether the put was on the leader's key (a proclaim, or the first contender). */
+  put(kv: IKeyValue): boolean {
+    const key = kv.key.toString('utf8');
+    this.byKey.set(key, { value: kv.value.toString('utf8'), term: BigInt(kv.create_revision) });
+    return this.leaderKey() === key;
+  }
+
+  /** Never "on the leader": a deletion changes who leads, which the caller compares. */
+  delete(kv: IKeyValue): boolean {
+    this.byKey.delete(kv.key.toString('utf8'));
+    return false;
+  }
+
+  leader(): LeaderInfo | null {
+    const key = this.leaderKey();
+    return key === undefined ? null : { ...this.byKey.get(key)! };
+  }
+
+  private leaderKey(): string | undefined {
+    let first: string | undefined;
+    for (const [key, { term }] of this.byKey)
+      if (first === undefined || term < this.byKey.get(first)!.term) first = key;
+    return first;
+  }
+}
+
+function sameLeader(a: LeaderInfo | null, b: LeaderInfo | null): boolean {
+  return a === b || (a !== null && b !== null && a.term === b.term && a.value === b.value);
 }
