@@ -9,6 +9,7 @@ import { ClosableWaits } from '../backends/shared/closable-waits';
 import { newOwnerToken } from '../utils/owner-token';
 import { checkOptionNames, checkTtl, optionNames, validateKeyPrefix, validateLockKey } from '../utils/validate';
 import { withDeadline } from '../utils/deadline';
+import { monotonicNow } from '../utils/clock';
 import { ElectionBackend, ElectionGrant, LeaderInfo, supportsElections } from './election-backend.interface';
 import {
   CampaignOptions,
@@ -64,12 +65,7 @@ export class LeaderElection implements BeforeApplicationShutdown {
     const signal = options.signal ?? new AbortController().signal;
     let grant: ElectionGrant;
     try {
-      grant = await this.waits.run(signal, (wait) =>
-        backend.campaign(
-          { namespace: this.keyPrefix, name: election, value, ttl: Math.ceil(ttl), token: newOwnerToken() },
-          wait,
-        ),
-      );
+      grant = await this.waits.run(signal, (wait) => this.lead(backend, election, value, Math.ceil(ttl), wait));
     } catch (error) {
       // The caller stopped waiting: their reason, whether the backend was waiting for its turn or for a reply.
       if (signal.aborted) throw signal.reason;
@@ -90,6 +86,33 @@ export class LeaderElection implements BeforeApplicationShutdown {
       throw new LockServiceClosedError(election);
     }
     return leadership;
+  }
+
+  /**
+   * Campaigns until a grant with validity left. A grant whose reply came after its validity (a stalled server, a
+   * blocked loop: the server granted it late, the validity counts from when we asked) would be lost the moment it
+   * resolved: renew it once, and if that does not keep it, give it back and campaign again.
+   */
+  private async lead(
+    backend: ElectionBackend,
+    name: string,
+    value: string,
+    ttl: number,
+    signal: AbortSignal,
+  ): Promise<ElectionGrant> {
+    for (;;) {
+      const grant = await backend.campaign(
+        { namespace: this.keyPrefix, name, value, ttl, token: newOwnerToken() },
+        signal,
+      );
+      if (grant.validUntil > monotonicNow()) return grant;
+      const validUntil = await withDeadline(backend.renew(grant, ttl), this.operationTimeout, () => undefined).catch(
+        () => null,
+      );
+      if (typeof validUntil === 'number' && validUntil > monotonicNow()) return { ...grant, validUntil };
+      await withDeadline(backend.resign(grant), this.operationTimeout, () => undefined).catch(() => false);
+      if (signal.aborted) throw signal.reason;
+    }
   }
 
   /**

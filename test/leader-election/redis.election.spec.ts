@@ -7,6 +7,7 @@ import { LeaderElection } from '../../lib/leader-election/leader-election.servic
 import { LockService } from '../../lib/lock.service';
 import { connectRedlockBackend } from '../redlock/redlock-support';
 import { sharedRedisUrl } from '../support/shared-servers';
+import { eventually } from '../support/time';
 import { startRedis, type TestRedisServer } from '../support/redis-server';
 import { electionContract, instanceOn, uniqueName, unreachableElectionCases, waitFor } from './election-contract';
 
@@ -124,6 +125,42 @@ describe('redis elections: keys, terms and loss', () => {
     } finally {
       server.resume();
       await ours.close();
+    }
+  });
+
+  it('a campaign granted by a server that stalled past its ttl resolves with a leadership that lasts, not one already lost', async () => {
+    const a = redisInstance(server.url);
+    const b = redisInstance(server.url);
+    try {
+      const name = uniqueName('stalled');
+      const first = await a.elections.campaign(name, { value: 'a' });
+      const firstLost = new Promise<unknown>((resolve) => first.events$.subscribe({ error: resolve }));
+      const second = b.elections.campaign(name, { value: 'b' });
+      second.catch(() => undefined);
+      await eventually(
+        async () => ((await admin.pubsub('NUMSUB', `elections:{${name}}:changed`)) as [string, number])[1] === 1,
+        'the second contender waiting on the election channel',
+      );
+      server.pause();
+      try {
+        await firstLost;
+        // b's re-check went out during the stall; keep the server stopped past a whole ttl after it.
+        await new Promise((resolve) => setTimeout(resolve, TTL + 200));
+      } finally {
+        server.resume();
+      }
+      const leadership = await second;
+      // Found from outside: it resolved with its validity already over, and was lost (and resigned) at once.
+      expect(leadership.signal.aborted).toBe(false);
+      expect(leadership.isLeader).toBe(true);
+      await firstValueFrom(leadership.events$.pipe(filter((event) => event.type === 'renewed')));
+      expect(leadership.signal.aborted).toBe(false);
+      expect(leadership.term > first.term).toBe(true);
+      await leadership.resign();
+    } finally {
+      server.resume();
+      await a.close();
+      await b.close();
     }
   });
 
