@@ -61,6 +61,9 @@ export class LockHandle implements AsyncDisposable {
 
   /** Aborted, with the LockLostError as reason, when the lock is lost. Never aborted by a normal release. */
   get signal(): AbortSignal {
+    // Read after a pause (a frozen process, a blocked loop), the signal is aborted already, not once the
+    // watchdog's timer gets its turn: a handler's own timer may run first.
+    this.keeper.noticeExpiry();
     return this.keeper.notices.signal;
   }
 

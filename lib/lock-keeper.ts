@@ -194,6 +194,15 @@ export class LockKeeper<Handle extends { readonly state: string }> implements Re
     return this.renew(this.ttl, undefined, alongside);
   }
 
+  /**
+   * Reports the loss now if the validity has run out and no renewal is in flight to say otherwise (the watchdog
+   * would find the same at its next tick: a lock is never extended once its validity ended).
+   */
+  noticeExpiry(): void {
+    if (this.state === 'held' && this.renewing === 0 && monotonicNow() >= this.validUntil)
+      this.markLost(this.expiryReason());
+  }
+
   /** @internal ms of validity left, for the watchdog. */
   [VALIDITY_LEFT](): number {
     return this.validUntil - monotonicNow();

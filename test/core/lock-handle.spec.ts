@@ -138,6 +138,16 @@ describe('LockHandle watchdog (core, over the memory backend with injected fault
     },
   );
 
+  it('a signal read right after the loop was blocked past the validity is aborted already, before any timer runs', async () => {
+    const lock = await locks.acquire('file:read-after-pause', { ttl: 300 });
+    blockEventLoop(700);
+    // Found from outside: a handler whose own timer ran first read aborted === false, and started its write.
+    expect(lock.signal.aborted).toBe(true);
+    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+    expect(() => lock.signal.throwIfAborted()).toThrow(LockLostError);
+    expect(lock.isHeld).toBe(false);
+  });
+
   it('emits at-risk on a transient renewal failure and recovers when the server answers again', async () => {
     const lock = await locks.acquire('file:5', { ttl: 900 });
     const events: LockRenewal[] = [];
