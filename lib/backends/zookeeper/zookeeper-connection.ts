@@ -62,6 +62,8 @@ export abstract class ZooKeeperConnection {
   protected readonly acls: unknown[] | undefined;
   /** Our own client carries credentials: requests wait for a connection (see call()). */
   private authenticates = false;
+  /** Our own client, not connected yet: the first request connects it. */
+  private connectFirst = false;
   private readonly connectedWaiters: Array<{ resolve: () => void; reject: (error: unknown) => void }> = [];
 
   constructor(source: SessionSource) {
@@ -93,7 +95,8 @@ export abstract class ZooKeeperConnection {
       this.attach(this.client);
       containSocketHandlerErrors(this.client);
       this.stopSilenceWatch = dropSilentConnections(this.client);
-      this.client.connect();
+      // Connected at the first request (call()): a backend never used opens nothing that keeps the process alive.
+      this.connectFirst = true;
     }
   }
 
@@ -150,6 +153,11 @@ export abstract class ZooKeeperConnection {
   /** Runs one request on the current client, unless we are closed or the session is over for good. */
   protected call<T>(run: (client: Client, done: (error: unknown, value?: T) => void) => void): Promise<T> {
     if (this.terminal) return Promise.reject(this.terminal);
+    if (this.connectFirst) {
+      this.connectFirst = false;
+      this.notConnectedSince = monotonicNow();
+      this.client.connect();
+    }
     // node-zookeeper-client sends the requests queued while it connects before its credentials, so the server
     // would take them as anonymous (INVALID_ACL, NO_AUTH): with credentials, they wait for the connection.
     if (this.authenticates && !this.connected) return this.whenConnected().then(() => this.call(run));

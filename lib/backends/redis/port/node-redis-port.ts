@@ -45,27 +45,26 @@ export class NodeRedisPort implements RedisPort {
   private everReady: boolean;
   /** Set while a client we created connects: commands wait for it (see the constructor). */
   private connecting?: Promise<unknown>;
+  /** A client we created and have not connected yet: the first command connects it. */
+  private connectFirst?: () => Promise<unknown>;
 
   /**
-   * `connecting`: the `connect()` of a client the backend created itself. node-redis sends the commands queued
-   * during a connect right after the handshake even when its AUTH failed, so they would run as the `default`
-   * user: a wrong password could then take locks. Our commands wait for the connect instead, within the
-   * caller's deadline. (A client the app passes in is its to connect; the docs say to await `connect()`.)
+   * `connect`: connects a client the backend created itself, called at the first command. node-redis sends the
+   * commands queued during a connect right after the handshake even when its AUTH failed, so they would run as
+   * the `default` user: a wrong password could then take locks. Our commands wait for the connect instead,
+   * within the caller's deadline. (A client the app passes in is its to connect; the docs say to await
+   * `connect()`.)
    */
   constructor(
     readonly client: NodeRedisLockClient,
-    connecting?: Promise<unknown>,
+    connect?: () => Promise<unknown>,
   ) {
     const socket = (client.options as { socket?: object } | undefined)?.socket ?? {};
     this.address = describeAddress(socket);
     this.everReady = client.isReady;
     // So an outage after the first connect reads 'reconnecting', also for a client passed in while connecting.
     if (!this.everReady) (client as unknown as NodeRedisConnection).once('ready', () => (this.everReady = true));
-    if (connecting) {
-      this.connecting = connecting;
-      const done = () => (this.connecting = undefined);
-      connecting.then(done, done);
-    }
+    this.connectFirst = connect;
   }
 
   status(): string {
@@ -73,6 +72,7 @@ export class NodeRedisPort implements RedisPort {
       this.everReady = true;
       return 'ready';
     }
+    if (this.connectFirst) return 'wait';
     if (!this.client.isOpen) return 'end';
     return this.everReady ? 'reconnecting' : 'connecting';
   }
@@ -124,8 +124,17 @@ export class NodeRedisPort implements RedisPort {
   }
 
   private send(args: readonly string[]): Promise<unknown> {
+    if (this.connectFirst) this.beginConnect(this.connectFirst);
     if (this.connecting) return this.connecting.then(() => this.client.sendCommand(args)).then(normaliseReply);
     return this.client.sendCommand(args).then(normaliseReply);
+  }
+
+  private beginConnect(connect: () => Promise<unknown>): void {
+    this.connectFirst = undefined;
+    const connecting = connect();
+    this.connecting = connecting;
+    const done = () => (this.connecting = undefined);
+    connecting.then(done, done);
   }
 }
 

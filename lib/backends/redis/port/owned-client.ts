@@ -32,8 +32,9 @@ export function createOwnedPort(
     );
   }
   const { Redis } = loadOptionalPackage<typeof import('ioredis')>('ioredis', FEATURE);
-  // The app's own disconnectTimeout, if it set one, wins.
-  const redisOptions = { disconnectTimeout: OWNED_DISCONNECT_TIMEOUT_MS, ...options.redisOptions };
+  // Connects at the first command: a backend built but never used (replaced in a test with overrideProvider) opens
+  // no socket that would keep the process alive. The app's own disconnectTimeout and lazyConnect, if set, win.
+  const redisOptions = { disconnectTimeout: OWNED_DISCONNECT_TIMEOUT_MS, lazyConnect: true, ...options.redisOptions };
   const created = options.url !== undefined ? new Redis(options.url, redisOptions) : new Redis(redisOptions);
   created.on('error', onError);
   const client = created as unknown as IoRedisLockClient;
@@ -53,8 +54,8 @@ interface NodeRedisPackage {
 /**
  * node-redis from the URL plus `redisOptions`, whose connection fields are spelled the ioredis way (host,
  * port, path, db) and mapped to node-redis' (socket.host, socket.port, socket.path, database); the other
- * fields go to createClient as they are (e.g. `RESP: 3`). Connected at once; our commands wait for the connect
- * (see NodeRedisPort).
+ * fields go to createClient as they are (e.g. `RESP: 3`). Connected at the first command, which waits for the
+ * connect (see NodeRedisPort); a backend never used opens nothing.
  */
 function createNodeRedis(
   options: { url?: string; redisOptions?: RedisConnectionOptions },
@@ -74,7 +75,10 @@ function createNodeRedis(
     ...(db !== undefined && { database: db }),
   });
   client.on('error', onError);
-  const connecting = client.connect();
-  connecting.catch(onError);
-  return { port: new NodeRedisPort(client, connecting), close: () => closeNodeRedisClient(client) };
+  const connect = () => {
+    const connecting = client.connect();
+    connecting.catch(onError);
+    return connecting;
+  };
+  return { port: new NodeRedisPort(client, connect), close: () => closeNodeRedisClient(client) };
 }
