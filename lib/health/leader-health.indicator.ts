@@ -40,7 +40,7 @@ export class LeaderHealthIndicator {
     private readonly elections: LeaderElection,
     @Optional() moduleRef?: ModuleRef,
   ) {
-    this.results = new TerminusResults(moduleRef);
+    this.results = new TerminusResults(moduleRef, 'LeaderHealthIndicator');
   }
 
   async isLeader<const Key extends string = 'leader'>(
@@ -48,7 +48,7 @@ export class LeaderHealthIndicator {
     election: string,
     options: LeaderHealthCheckOptions = {},
   ): Promise<LeaderHealthResult<Key>> {
-    loadTerminus();
+    loadTerminus('LeaderHealthIndicator');
     const leadership = this.elections.leaderships().find((held) => held.name === election && held.isLeader);
     const details: LeaderHealthDetails = leadership
       ? { election, role: 'leader', term: leadership.term.toString(), since: leadership.since }

@@ -6,22 +6,28 @@ import type { HealthResult } from './health-result';
 
 export type Terminus = typeof TerminusModule;
 
-/** `@nestjs/terminus`, loaded when a health check first runs: importing this library never requires it. */
-export function loadTerminus(): Terminus {
-  return loadOptionalPackage<Terminus>('@nestjs/terminus', 'LockHealthIndicator');
+/**
+ * `@nestjs/terminus`, loaded when a health check first runs: importing this library never requires it.
+ * `feature`: the indicator that needs it, for the error's message.
+ */
+export function loadTerminus(feature = 'LockHealthIndicator'): Terminus {
+  return loadOptionalPackage<Terminus>('@nestjs/terminus', feature);
 }
 
 /** Builds up/down results the way the installed terminus major expects (11: HealthIndicatorService; 10: thrown error). */
 export class TerminusResults {
   private indicators?: HealthIndicatorService;
 
-  constructor(private readonly moduleRef?: ModuleRef) {}
+  constructor(
+    private readonly moduleRef?: ModuleRef,
+    private readonly feature = 'LockHealthIndicator',
+  ) {}
 
   up<Key extends string, Details extends Record<string, unknown>>(
     key: Key,
     details: Details,
   ): HealthResult<Key, Details> {
-    const terminus = loadTerminus();
+    const terminus = loadTerminus(this.feature);
     const indicators = this.indicatorService(terminus);
     const data: Record<string, unknown> = details;
     if (indicators) return indicators.check(key).up(data) as HealthResult<Key, Details>;
@@ -32,7 +38,7 @@ export class TerminusResults {
     key: Key,
     details: Details,
   ): HealthResult<Key, Details> {
-    const terminus = loadTerminus();
+    const terminus = loadTerminus(this.feature);
     const indicators = this.indicatorService(terminus);
     const data: Record<string, unknown> = details;
     if (indicators) return indicators.check(key).down(data) as HealthResult<Key, Details>;

@@ -20,6 +20,9 @@ export class LockObservability implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
+    // A test that replaced LockService with its own double (overrideProvider(LockService).useValue(...)) has no
+    // lock events to log or record.
+    if (!(this.locks instanceof LockService)) return;
     const { telemetry = false, logging = true } = this.options ?? {};
     if (logging) this.detachers.push(attachLockLogger(this.locks, logging === true ? undefined : logging));
     if (telemetry) this.detachers.push(attachLockTelemetry(this.locks, telemetry === true ? {} : telemetry));

@@ -165,6 +165,29 @@ describe('DistributedLockModule', () => {
     );
   });
 
+  it('starts and closes an app whose test replaced LockService with a plain object (found from outside: init threw)', async () => {
+    const double = {
+      run: jest.fn(),
+      acquire: jest.fn(),
+      tryAcquire: jest.fn(),
+      isLocked: jest.fn(),
+      current: jest.fn(),
+      close: jest.fn(),
+    };
+    @Module({ providers: [Consumer], exports: [Consumer] })
+    class FeatureModule {}
+    const moduleRef = await Test.createTestingModule({
+      imports: [DistributedLockModule.forRoot({ isGlobal: true }), FeatureModule],
+    })
+      .overrideProvider(LockService)
+      .useValue(double)
+      .compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    expect(app.get(Consumer).locks).toBe(double);
+    await app.close();
+  });
+
   it('releases every held lock and closes the backend on application shutdown', async () => {
     const backend = new MemoryLockBackend();
     const moduleRef = await compile([DistributedLockModule.forRoot(backend)]);

@@ -124,6 +124,7 @@ describe('the package without its optional peers', () => {
         metrics: () => lib.attachLockTelemetry(locks, { traces: false }),
         tracing: () => lib.attachLockTelemetry(locks, { metrics: false }),
         health: () => new lib.LockHealthIndicator(locks).isHealthy(),
+        leaderHealth: () => new lib.LeaderHealthIndicator(new lib.LeaderElection(locks)).isLeader('leader', 'jobs'),
       };
       (async () => {
         const seen = {};
@@ -155,6 +156,8 @@ describe('the package without its optional peers', () => {
       metrics: expected('@opentelemetry/api', 'Lock metrics'),
       tracing: expected('@opentelemetry/api', 'Lock tracing'),
       health: expected('@nestjs/terminus', 'LockHealthIndicator'),
+      // Found from outside: it named LockHealthIndicator.
+      leaderHealth: expected('@nestjs/terminus', 'LeaderHealthIndicator'),
     });
   });
 });
