@@ -223,6 +223,22 @@ describe('EtcdLockBackend extend, release and close', () => {
       expect(backend.address).toBe(server.endpoint);
     });
 
+    it('refuses missing or empty hosts with a TypeError saying what to pass (found from outside: a TypeError from inside etcd3)', () => {
+      expect(() => new EtcdLockBackend({} as never)).toThrow(/EtcdLockBackend needs hosts \(or a client\), got none/);
+      expect(() => new EtcdLockBackend({ hosts: '' })).toThrow(/needs hosts/);
+      expect(() => new EtcdLockBackend({ hosts: [] })).toThrow(/needs hosts/);
+    });
+
+    it('takes hosts separated by commas, as ETCDCTL_ENDPOINTS does, and uses the one that answers', async () => {
+      const own = new EtcdLockBackend({ hosts: `http://127.0.0.1:1, ${server.endpoint}` });
+      try {
+        expect(own.address).toBe(`http://127.0.0.1:1,${server.endpoint}`);
+        for (let call = 0; call < 3; call++) expect(await own.isLocked(NAMESPACE, 'comma-hosts')).toBe(false);
+      } finally {
+        await own.close();
+      }
+    });
+
     it('refuses a namespaced client, whose raw calls would bypass its prefix', () => {
       expect(() => new EtcdLockBackend({ client: client.namespace('app/') as unknown as Etcd3 })).toThrow(
         /root Etcd3 client/,

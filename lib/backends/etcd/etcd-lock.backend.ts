@@ -64,10 +64,11 @@ export class EtcdLockBackend implements LockBackend {
       this.ownsClient = false;
       this.address = describeHosts((this.client as unknown as { options?: EtcdConnectionOptions }).options?.hosts);
     } else {
+      const hosts = hostList(options.hosts);
       const etcd3 = loadOptionalPackage<typeof import('etcd3')>('etcd3', 'The etcd backend');
-      this.client = new etcd3.Etcd3(withQuickHostRetry(options, etcd3));
+      this.client = new etcd3.Etcd3(withQuickHostRetry({ ...options, hosts }, etcd3));
       this.ownsClient = true;
-      this.address = describeHosts(options.hosts);
+      this.address = describeHosts(hosts);
     }
     this.lifecycle = new BackendLifecycle(this.kind, this.address);
     this.etcd = new EtcdLockClient(this.client, this.address);
@@ -222,6 +223,22 @@ function assertRootNamespace(client: object): void {
       'EtcdLockBackend needs the root Etcd3 client, not client.namespace(...). Use LockService keyPrefix to namespace locks.',
     );
   }
+}
+
+/**
+ * `hosts` as a list: an array, one address, or addresses separated by commas (as ETCDCTL_ENDPOINTS and our CLI
+ * take them; etcd3 would read `'a,b'` as one host). Missing or empty: a TypeError that says what to pass.
+ */
+function hostList(hosts: unknown): string[] {
+  const list = Array.isArray(hosts) ? hosts : typeof hosts === 'string' ? hosts.split(',') : undefined;
+  const trimmed = list?.map((host: unknown) => (typeof host === 'string' ? host.trim() : ''));
+  if (!trimmed || trimmed.length === 0 || trimmed.some((host) => host === '')) {
+    throw new TypeError(
+      `EtcdLockBackend needs hosts (or a client), got ${hosts === undefined ? 'none' : JSON.stringify(hosts)}: ` +
+        "pass { hosts: 'http://127.0.0.1:2379' }, a list of such URLs, or { client: new Etcd3(...) }.",
+    );
+  }
+  return trimmed;
 }
 
 /** `hosts` joined with commas, without any `user:password@`. */
