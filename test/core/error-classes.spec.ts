@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as errors from '../../lib/errors';
 import { backendErrorOf } from '../../lib/errors/lock-backend.error';
+import { messageOf } from '../../lib/backends/redis/redis-commands';
 
 const ERRORS_DIR = join(__dirname, '../../lib/errors');
 const LIB_DIR = join(__dirname, '../../lib');
@@ -140,3 +141,19 @@ function walk(dir: string): string[] {
     entry.isDirectory() ? walk(join(dir, entry.name)) : [join(dir, entry.name)],
   );
 }
+
+describe("a Redis client's error in a LockBackendError's detail", () => {
+  it('is its message, or for an error without one (node-redis TimeoutError) what it means', () => {
+    expect(messageOf(new Error('READONLY You can not write against a read only replica.'))).toMatch(/^READONLY/);
+    class TimeoutError extends Error {
+      override name = 'TimeoutError';
+    }
+    // Found from outside: "failed during tryAcquire:  (connection reconnecting)", with nothing after the colon.
+    expect(messageOf(new TimeoutError())).toBe("no reply within the client's command timeout (TimeoutError)");
+    class OtherError extends Error {
+      override name = 'ConnectionTimeoutError';
+    }
+    expect(messageOf(new OtherError())).toBe('ConnectionTimeoutError');
+    expect(messageOf('plain')).toBe('plain');
+  });
+});

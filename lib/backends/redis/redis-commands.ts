@@ -200,5 +200,8 @@ export class RedisCommands {
 }
 
 export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  if (!(error instanceof Error)) return String(error);
+  if (error.message) return error.message;
+  // node-redis' TimeoutError (a command `timeout` set on its client ran out) has no message of its own.
+  return error.name === 'TimeoutError' ? "no reply within the client's command timeout (TimeoutError)" : error.name;
 }

@@ -72,6 +72,17 @@ export class RedisLockBackend implements LockBackend {
     checkOptionNames(options, REDIS_OPTIONS, 'RedisLockBackend options', "{ client } or { url: 'redis://host:6379' }");
     const tuning = redisTuningOf(options);
     this.fairness = tuning.fairness;
+    if (options.client && (options.url !== undefined || options.redisOptions || options.clientPackage)) {
+      throw new TypeError(
+        'RedisLockBackend takes either { client } (one the app owns) or { url } / { redisOptions } (the backend ' +
+          'opens its own), not both: drop one.',
+      );
+    }
+    if (options.url !== undefined && (typeof options.url !== 'string' || options.url.trim() === '')) {
+      throw new TypeError(
+        `RedisLockBackend: url must be a string such as 'redis://host:6379', got ${JSON.stringify(options.url)}.`,
+      );
+    }
     if (options.client) {
       this.client = redisPortOf(options.client, 'RedisLockBackend');
     } else if (options.url !== undefined || options.redisOptions) {

@@ -1,3 +1,4 @@
+import { MAX_TIMER_DELAY } from '../../utils/clock';
 import type { RedisConnectionOptions, RedisLockClient } from './redis-client';
 import type { RedisClientPackage } from './port/owned-client';
 import { fenceRetentionOf } from './fence-retention';
@@ -61,7 +62,7 @@ export type RedisLockBackendOptions = RedisLockBackendConnection & RedisLockBack
 const DEFAULT_RECHECK_INTERVAL = 1_000;
 const DEFAULT_WAITER_TTL = 5_000;
 /** Below this a waiter could not refresh its entry in time on a busy machine. */
-const MIN_WAITER_TTL = 300;
+export const MIN_WAITER_TTL = 300;
 
 /** The tuning options, checked and with their defaults. */
 export interface RedisTuning {
@@ -74,8 +75,10 @@ export interface RedisTuning {
 /** `options`' tuning, or a TypeError that names the bad value. */
 export function redisTuningOf(options: RedisLockBackendTuning): RedisTuning {
   const recheckInterval = options.recheckInterval ?? DEFAULT_RECHECK_INTERVAL;
-  if (!(recheckInterval > 0)) {
-    throw new TypeError(`RedisLockBackend: recheckInterval must be a positive number of ms, got ${recheckInterval}.`);
+  if (typeof recheckInterval !== 'number' || !(recheckInterval > 0) || recheckInterval > MAX_TIMER_DELAY) {
+    throw new TypeError(
+      `RedisLockBackend: recheckInterval must be a number of ms from 1 to ${MAX_TIMER_DELAY}, got ${JSON.stringify(options.recheckInterval)}.`,
+    );
   }
   const fairness = options.fairness ?? 'fifo';
   if (fairness !== 'none' && fairness !== 'fifo') {

@@ -1,3 +1,5 @@
+import { MAX_TIMER_DELAY } from '../../utils/clock';
+import { MIN_WAITER_TTL } from '../redis/redis-options';
 import { fenceRetentionOf } from '../redis/fence-retention';
 import type { RedisLockClient } from '../redis/redis-client';
 import { DEFAULT_DRIFT_FACTOR } from '../../utils/drift-allowance';
@@ -58,11 +60,31 @@ export function redlockSettings(options: RedlockBackendOptions): RedlockSettings
   return {
     driftFactor,
     requestTimeout: positive('requestTimeout', options.requestTimeout ?? DEFAULTS.requestTimeout),
-    recheckInterval: positive('recheckInterval', options.recheckInterval ?? DEFAULTS.recheckInterval),
+    recheckInterval: atMostATimer(
+      'recheckInterval',
+      positive('recheckInterval', options.recheckInterval ?? DEFAULTS.recheckInterval),
+    ),
     retryJitter: positive('retryJitter', options.retryJitter ?? DEFAULTS.retryJitter, true),
-    waiterTtl: positive('waiterTtl', options.waiterTtl ?? DEFAULTS.waiterTtl),
+    waiterTtl: waiterTtlOf(options.waiterTtl ?? DEFAULTS.waiterTtl),
     fenceRetention: fenceRetentionOf('RedlockBackend', options.fenceRetention),
   };
+}
+
+/** As RedisLockBackend's: a waiter refreshes its entry every waiterTtl / 3, which needs room for a round trip. */
+function waiterTtlOf(value: number): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < MIN_WAITER_TTL) {
+    throw new TypeError(
+      `RedlockBackend: waiterTtl must be a whole number of ms >= ${MIN_WAITER_TTL}, got ${String(value)}.`,
+    );
+  }
+  return value;
+}
+
+function atMostATimer(name: string, value: number): number {
+  if (value > MAX_TIMER_DELAY) {
+    throw new TypeError(`RedlockBackend: ${name} must be at most ${MAX_TIMER_DELAY} ms, got ${value}.`);
+  }
+  return value;
 }
 
 function positive(name: string, value: number, zeroAllowed = false): number {

@@ -294,10 +294,16 @@ function sessionSource(options: ZooKeeperLockBackendOptions) {
       `Invalid sessionTimeout ${String(options.sessionTimeout)}: use a whole number of milliseconds > 0.`,
     );
   }
+  const { spinDelay } = options;
+  if (spinDelay !== undefined && (typeof spinDelay !== 'number' || !(spinDelay >= 0) || !Number.isFinite(spinDelay))) {
+    throw new TypeError(
+      `Invalid spinDelay ${JSON.stringify(spinDelay)}: use a number of milliseconds >= 0 (the pause between connection attempts).`,
+    );
+  }
   return {
     connectionString: options.connectionString,
     sessionTimeout,
-    spinDelay: options.spinDelay,
+    spinDelay,
     authInfo: authInfoOf(options.authInfo),
     acl,
   };
