@@ -17,8 +17,9 @@ export class LockModuleMissingError extends LockError {
     decorator = '@WithLock',
   ) {
     super(
-      `${decorator} on ${where} has no LockService: import DistributedLockModule.forRoot(...) into ` +
-        `${moduleName ?? `the module that declares ${where.split('.')[0]}`}, or register it once with { isGlobal: true }.`,
+      `${decorator} on ${where} has no LockService: register DistributedLockModule.forRoot(...) once with ` +
+        `{ isGlobal: true }, or import into ${moduleName ?? `the module that declares ${where.split('.')[0]}`} the ` +
+        `module that registers it (and exports it). Each forRoot(...) is a LockService and backend of its own.`,
     );
   }
 }

@@ -28,10 +28,31 @@ export class LockExplorer implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
+    this.warnOfOtherRegistrations();
     const controllers = this.discovery.getControllers();
     for (const wrapper of controllers) this.checkController(wrapper);
     const controllerClasses = new Set(controllers.map((wrapper) => wrapper.metatype));
     for (const wrapper of this.discovery.getProviders()) this.explore(wrapper, controllerClasses);
+  }
+
+  /**
+   * `forRoot` in two feature modules makes two LockServices, each with its own backend: on the memory backend
+   * their locks do not exclude each other, and each runs its own elections. Say so once, from the first one.
+   */
+  private warnOfOtherRegistrations(): void {
+    const services = this.discovery
+      .getProviders()
+      .filter((wrapper) => !wrapper.isAlias && wrapper.instance instanceof LockService)
+      .map((wrapper) => wrapper.instance as LockService);
+    const distinct = [...new Set(services)];
+    if (distinct.length < 2 || distinct[0] !== this.locks) return;
+    const memory = distinct.filter((service) => service.backend.kind === 'memory').length;
+    this.logger.warn(
+      `DistributedLockModule is registered ${distinct.length} times in this application (forRoot in several modules): ` +
+        'each registration is a LockService and backend of its own' +
+        (memory > 1 ? ', and the memory backends of these do not exclude each other' : '') +
+        '. Register it once with { isGlobal: true }, or in one module that exports it, and import that module.',
+    );
   }
 
   /**

@@ -254,6 +254,33 @@ describe('explorer startup checks', () => {
     return { app, logger };
   }
 
+  it('warns once when forRoot is registered in several modules: each is its own service, and memory backends do not exclude each other', async () => {
+    const logger = new CaptureLogger();
+    @Module({ imports: [DistributedLockModule.forRoot()] })
+    class OrdersModule {}
+    @Module({ imports: [DistributedLockModule.forRoot()] })
+    class BillingModule {}
+    const moduleRef = await Test.createTestingModule({ imports: [OrdersModule, BillingModule] })
+      .setLogger(logger)
+      .compile();
+    const app = moduleRef.createNestApplication({ logger });
+    await app.init();
+    try {
+      const warnings = logger.warnings.filter((line) => line.includes('is registered 2 times'));
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(
+        /memory backends of these do not exclude each other\. Register it once with \{ isGlobal: true \}/,
+      );
+    } finally {
+      await app.close();
+    }
+    // Once is quiet.
+    const { app: single, logger: quiet } = await boot([]);
+    await single.init();
+    expect(quiet.warnings.filter((line) => line.includes('is registered'))).toEqual([]);
+    await single.close();
+  });
+
   it('fails at startup for a placeholder that names no parameter', async () => {
     @Injectable()
     class Misnamed {

@@ -356,7 +356,7 @@ describe('@WithLock in a module that cannot see DistributedLockModule', () => {
     const failure = app.init();
     await expect(failure).rejects.toBeInstanceOf(LockModuleMissingError);
     await expect(failure).rejects.toThrow(
-      /OrphanController\.get .*import DistributedLockModule\.forRoot\(\.\.\.\) into OrphanModule/,
+      /OrphanController\.get .*isGlobal: true \}, or import into OrphanModule the module that registers it/,
     );
     await app.close();
   });
@@ -398,7 +398,7 @@ describe('@WithLock in a module that cannot see DistributedLockModule', () => {
       expect((await request(url).get('/orphan/1')).status).toBe(500);
       expect(thrown).toBeInstanceOf(LockModuleMissingError);
       expect((thrown as Error).message).toMatch(
-        /OrphanController\.get has no LockService: import DistributedLockModule\.forRoot/,
+        /OrphanController\.get has no LockService: register DistributedLockModule\.forRoot\(\.\.\.\) once with \{ isGlobal: true \}, or import into/,
       );
     } finally {
       await app.close();
