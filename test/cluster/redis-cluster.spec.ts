@@ -21,7 +21,7 @@ import {
   type NodeRedisCluster,
   type TestRedisCluster,
 } from '../support/redis-cluster';
-import { sleep } from '../support/time';
+import { outcome, sleep, within } from '../support/time';
 import { eventually } from '../redis/redis-spec-helpers';
 import { publishAfterResubscribe } from '../redis/resubscribe-race';
 
@@ -222,6 +222,37 @@ describe.each(CLUSTER_CLIENT_PACKAGES)('Redis Cluster (3 masters) over %s', (cli
       expect(heard).toBe('release');
     } finally {
       node.disconnect();
+    }
+  });
+
+  it('a waiter and a release that meet their slot in migration (TRYAGAIN) go again until it settles', async () => {
+    const holder = service();
+    const waiter = service();
+    const lock = await holder.acquire('migrating', { ttl: 30_000 });
+    const nodes = cluster.nodes.map((_, index) => cluster.nodeClient(index));
+    try {
+      const slot = slotOfTag(redisLockKeys(ns, 'migrating').tag);
+      const owner = (await ownerOfSlots())(slot);
+      const source = cluster.nodes.findIndex((node) => node.port === owner);
+      const target = (source + 1) % cluster.nodes.length;
+      const [sourceId, targetId] = await Promise.all([nodes[source].cluster('MYID'), nodes[target].cluster('MYID')]);
+      await nodes[target].cluster('SETSLOT', slot, 'IMPORTING', String(sourceId));
+      await nodes[source].cluster('SETSLOT', slot, 'MIGRATING', String(targetId));
+      // Found from outside (node-redis): scripts naming the held key and keys not there yet are answered TRYAGAIN.
+      const waiting = outcome(waiter.acquire('migrating', { waitTimeout: 15_000 }));
+      const releasing = outcome(lock.release());
+      // The migration window (a fault, not an ordering): then it is called off and the slot is stable again.
+      await sleep(500);
+      await nodes[source].cluster('SETSLOT', slot, 'STABLE');
+      await nodes[target].cluster('SETSLOT', slot, 'STABLE');
+      const released = await within(releasing, 10_000, 'the release');
+      expect(released.error).toBeUndefined();
+      const granted = await within(waiting, 15_000, 'the waiter');
+      expect(granted.error).toBeUndefined();
+      expect(granted.value!.fencingToken > lock.fencingToken).toBe(true);
+      await granted.value!.release();
+    } finally {
+      nodes.forEach((node) => node.disconnect());
     }
   });
 

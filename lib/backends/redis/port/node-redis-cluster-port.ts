@@ -24,6 +24,9 @@ interface NodeRedisCluster extends NodeRedisClusterLockClient {
 
 /** How often a command sent while the cluster still discovers its slots looks again (only then). */
 const DISCOVERY_POLL_MS = 20;
+/** As ioredis: a command answered TRYAGAIN or CLUSTERDOWN goes again after 100 ms, up to 16 times. */
+const TRY_AGAIN_DELAY_MS = 100;
+const MAX_TRY_AGAIN = 16;
 /** How long close() may take, then the connections are dropped. */
 const CLOSE_TIMEOUT_MS = 1_000;
 
@@ -110,9 +113,17 @@ export class NodeRedisClusterPort implements RedisPort {
     return new NodeRedisClusterSubscriber(copy);
   }
 
-  private send(firstKey: string | undefined, args: string[]): Promise<unknown> {
+  private send(firstKey: string | undefined, args: string[], tries = 0): Promise<unknown> {
     if (this.cluster.masters.length === 0) return this.afterDiscovery().then(() => this.send(firstKey, args));
-    return this.cluster.sendCommand(firstKey, false, args).then(normaliseReply);
+    return this.cluster.sendCommand(firstKey, false, args).then(normaliseReply, async (error: unknown) => {
+      // A slot in migration answers a script whose keys are partly there TRYAGAIN, and a cluster that lost a master
+      // CLUSTERDOWN; neither ran it. ioredis tries again by itself (retryDelayOnTryAgain); node-redis does not.
+      if (tries >= MAX_TRY_AGAIN || !(error instanceof Error) || !/^(TRYAGAIN|CLUSTERDOWN) /.test(error.message)) {
+        throw error;
+      }
+      await new Promise((resolve) => setTimeout(resolve, TRY_AGAIN_DELAY_MS));
+      return this.send(firstKey, args, tries + 1);
+    });
   }
 
   /**
