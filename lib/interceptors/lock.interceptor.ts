@@ -1,9 +1,17 @@
-import { CallHandler, ExecutionContext, HttpException, Injectable, NestInterceptor, Optional } from '@nestjs/common';
+import {
+  CallHandler,
+  ExecutionContext,
+  HttpException,
+  Injectable,
+  Logger,
+  NestInterceptor,
+  Optional,
+} from '@nestjs/common';
 import { HttpAdapterHost, Reflector } from '@nestjs/core';
 import type { Observable } from 'rxjs';
 import type { WithLockMetadata } from '../decorators/with-lock-metadata';
 import { currentLockScope } from '../context/lock-context';
-import { WITH_LOCK_METADATA } from '../distributed-lock.constants';
+import { LOGGER_CONTEXT, WITH_LOCK_METADATA } from '../distributed-lock.constants';
 import { LockModuleMissingError, LockTimeoutError } from '../errors';
 import { contextLookup } from '../key-template/context-lookup';
 import { PlaceholderLookup, renderKeyTemplate } from '../key-template/render-key-template';
@@ -195,7 +203,20 @@ function transportException(
     // describeLockError in an app's exception filter (the transports send getError() only, never the cause).
     Object.defineProperty(mapped, 'cause', { value: cause, configurable: true, writable: true });
     return mapped;
-  } catch {
+  } catch (error) {
+    // Only where the library cannot resolve the app's copy (Yarn PnP, a monorepo): say so once, or every lock
+    // failure would reach the client as Nest's "Internal server error" with nothing to tell why.
+    if (!unloadable.has(packageName)) {
+      unloadable.add(packageName);
+      new Logger(LOGGER_CONTEXT).warn(
+        `Could not load ${packageName} from nest-distributed-lock (${error instanceof Error ? error.message : String(error)}), ` +
+          `so lock failures of ${className === 'RpcException' ? 'microservice' : 'WebSocket'} handlers are passed on as ` +
+          `they are, not as ${className === 'RpcException' ? 'an' : 'a'} ${className}: make ${packageName} resolvable from this package (install it beside it).`,
+      );
+    }
     return undefined;
   }
 }
+
+/** Packages transportException could not load, each warned about once. */
+const unloadable = new Set<string>();

@@ -1,4 +1,4 @@
-import { Controller, INestMicroservice } from '@nestjs/common';
+import { Controller, INestMicroservice, Logger } from '@nestjs/common';
 import { ClientProxy, ClientProxyFactory, MessagePattern, Payload, Transport } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { firstValueFrom } from 'rxjs';
@@ -7,6 +7,7 @@ import { CurrentLock } from '../../lib/decorators/current-lock.decorator';
 import { WithLock } from '../../lib/decorators/with-lock.decorator';
 import type { LockHandle } from '../../lib/lock-handle';
 import { LockService } from '../../lib/lock.service';
+import * as optionalPackage from '../../lib/utils/optional-package';
 import { freeTestPort } from '../support/free-port';
 import { Gates } from './support/gates';
 
@@ -75,5 +76,29 @@ describe('LockInterceptor on microservice (TCP) handlers', () => {
       code: 'UnresolvedPlaceholderError',
       message: expect.stringContaining('<<id>> is missing'),
     });
+  });
+
+  it('says once when it cannot load @nestjs/microservices (a layout where the library does not see the app’s copy)', async () => {
+    const load = optionalPackage.loadOptionalPackage;
+    const hide = jest.spyOn(optionalPackage, 'loadOptionalPackage').mockImplementation((name, feature) => {
+      if (name === '@nestjs/microservices') throw new Error(`Cannot find module '${name}'`);
+      return load(name, feature);
+    });
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      for (let call = 0; call < 2; call++) {
+        await expect(firstValueFrom(client.send('job.run', { other: 1 }))).rejects.toMatchObject({ status: 'error' });
+      }
+      const lines = warn.mock.calls
+        .map(([message]) => String(message))
+        .filter((line) => line.includes('Could not load'));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(
+        /Could not load @nestjs\/microservices from nest-distributed-lock .*not as an RpcException/,
+      );
+    } finally {
+      hide.mockRestore();
+      warn.mockRestore();
+    }
   });
 });
