@@ -100,6 +100,14 @@ export abstract class ZooKeeperConnection {
     }
   }
 
+  /** Connects a client we created, if nothing has yet (requests do this themselves). Idempotent. */
+  startConnecting(): void {
+    if (!this.connectFirst) return;
+    this.connectFirst = false;
+    this.notConnectedSince = monotonicNow();
+    this.client.connect();
+  }
+
   /** The live session's id (16 hex digits), or undefined when there is none right now. */
   get sessionId(): string | undefined {
     return this.liveSessionId;
@@ -153,11 +161,7 @@ export abstract class ZooKeeperConnection {
   /** Runs one request on the current client, unless we are closed or the session is over for good. */
   protected call<T>(run: (client: Client, done: (error: unknown, value?: T) => void) => void): Promise<T> {
     if (this.terminal) return Promise.reject(this.terminal);
-    if (this.connectFirst) {
-      this.connectFirst = false;
-      this.notConnectedSince = monotonicNow();
-      this.client.connect();
-    }
+    this.startConnecting();
     // node-zookeeper-client sends the requests queued while it connects before its credentials, so the server
     // would take them as anonymous (INVALID_ACL, NO_AUTH): with credentials, they wait for the connection.
     if (this.authenticates && !this.connected) return this.whenConnected().then(() => this.call(run));

@@ -111,6 +111,8 @@ export class ZooKeeperElection implements ElectionBackend {
     const stopper = new AbortController();
     let wake: (() => void) | undefined;
     const stopEvents = session.onEvent(() => wake?.());
+    // An observer may be this backend's first use: its client connects then.
+    session.startConnecting();
     const stop = () => {
       stopper.abort();
       stopEvents();
