@@ -78,6 +78,11 @@ describe('backend option values', () => {
       /recheckInterval must be at most 2147483647 ms/,
     ],
     [
+      'Redlock requestTimeout past a timer',
+      () => redlockSettings({ clients: [], requestTimeout: 2 ** 31 }),
+      /requestTimeout must be at most 2147483647 ms/,
+    ],
+    [
       'ZooKeeper spinDelay negative',
       () => new ZooKeeperLockBackend({ connectionString: '127.0.0.1:1', spinDelay: -1 }),
       /Invalid spinDelay -1: use a number of milliseconds >= 0/,

@@ -3,6 +3,7 @@ import { LockBackendError } from '../../lib/errors/lock-backend.error';
 import { redisLockKeys } from '../../lib/backends/redis/redis-keys';
 import { RedisLockBackend } from '../../lib/backends/redis/redis-lock.backend';
 import { driftAllowance } from '../../lib/utils/drift-allowance';
+import { blockEventLoop } from '../support/time';
 import { startRedis, type TestRedisServer } from '../support/redis-server';
 import { eventually, held, lockRequest, NAMESPACE } from './redis-spec-helpers';
 
@@ -40,6 +41,14 @@ describe('Redis lock ownership', () => {
     expect(grant!.validUntil).toBeLessThanOrEqual(after + 10_000 - driftAllowance(10_000));
     expect(await backend.tryAcquire(lockRequest('validity'))).toBeNull();
     await backend.release(held(request, grant!));
+  });
+
+  it('a grant whose reply is read after its validity is released and answers null, as docs/options.md says (it threw)', async () => {
+    const request = lockRequest('read-too-late', 10);
+    const trying = backend.tryAcquire(request);
+    blockEventLoop(40); // the reply waits to be read past the 10 ms validity
+    await expect(trying).resolves.toBeNull();
+    await eventually(async () => (await admin.exists(redisLockKeys(NAMESPACE, 'read-too-late').lock)) === 0);
   });
 
   it('ignores extend and release with a wrong token', async () => {

@@ -135,6 +135,31 @@ describe.each([3, 5])('Redlock over %i redis-server processes', (count) => {
     await held.release();
   });
 
+  it('a held key with a majority silent (paused, connections open) ends in LockQuorumError naming them, not LockTimeoutError', async () => {
+    const holder = service();
+    const held = await holder.acquire('busy-majority-silent', { ttl: 20_000 });
+    const silent = Array.from({ length: quorum }, (_, index) => count - 1 - index);
+    for (const index of silent) servers[index].pause();
+    try {
+      const waiter = service({ requestTimeout: 300 });
+      // Found from outside: one "busy" answer and a silent majority read as a held key (409), hiding the outage.
+      for (const attempt of [
+        () => waiter.tryAcquire('busy-majority-silent'),
+        () => waiter.acquire('busy-majority-silent', { waitTimeout: 0 }),
+        () => waiter.acquire('busy-majority-silent', { waitTimeout: 1_000 }),
+      ]) {
+        const error = await attempt().catch((failure: unknown) => failure);
+        expect(error).toBeInstanceOf(LockQuorumError);
+        for (const index of silent) {
+          expect((error as LockQuorumError).failedAddresses).toContain(`127.0.0.1:${servers[index].port}`);
+        }
+      }
+    } finally {
+      for (const index of silent) servers[index].resume();
+    }
+    await held.release();
+  });
+
   it(`still grants, extends and releases with ${count - quorum} instance(s) down`, async () => {
     const down = Array.from({ length: count - quorum }, (_, index) => index);
     await kill(...down);

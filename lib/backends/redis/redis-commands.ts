@@ -99,14 +99,8 @@ export class RedisCommands {
     return call.then(
       (reply) => {
         const outcome = this.outcomeOf(reply, request, startedAt, operation);
-        if ('granted' in outcome) return outcome.granted;
-        if ('tooLateBy' in outcome) {
-          throw this.error(
-            operation,
-            `the server answered ${Math.ceil(outcome.tooLateBy)} ms after the ${request.ttl} ms lock's validity had passed`,
-          );
-        }
-        return null;
+        // A grant that came after its validity was released again (outcomeOf): busy, as docs/options.md says.
+        return 'granted' in outcome ? outcome.granted : null;
       },
       (error: unknown) => {
         throw this.toBackendError(operation, error);

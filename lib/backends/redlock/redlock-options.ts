@@ -59,7 +59,10 @@ export function redlockSettings(options: RedlockBackendOptions): RedlockSettings
   if (driftFactor >= 0.5) throw new TypeError(`RedlockBackend: driftFactor must be below 0.5, got ${driftFactor}.`);
   return {
     driftFactor,
-    requestTimeout: positive('requestTimeout', options.requestTimeout ?? DEFAULTS.requestTimeout),
+    requestTimeout: atMostATimer(
+      'requestTimeout',
+      positive('requestTimeout', options.requestTimeout ?? DEFAULTS.requestTimeout),
+    ),
     recheckInterval: atMostATimer(
       'recheckInterval',
       positive('recheckInterval', options.recheckInterval ?? DEFAULTS.recheckInterval),

@@ -50,7 +50,7 @@ export async function acquireRound(
   const answers = await askAll(set.instances, (instance) => acquireOn(instance, call, sent), {
     timeout,
     signal,
-    settled: (so) => set.decided(so, (reply) => reply.granted),
+    settled: (so) => set.acquireDecided(so, (reply) => reply.granted),
     // Not requeued: the waiter may have left the line meanwhile, and this must not put it back. After a won
     // round it wakes nobody: we hold a majority, so a waiter woken there could only lose a round; our release
     // wakes it where we hold.

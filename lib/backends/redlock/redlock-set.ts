@@ -54,6 +54,20 @@ export class RedlockSet {
     return won >= this.quorum || answers.length - won > this.instances.length - this.quorum;
   }
 
+  /**
+   * As decided(), for an acquire round, which must also tell a busy key from an outage: it is busy only once a
+   * majority answered. A round where one instance answered "busy" and the rest are silent waits for them to answer
+   * or time out, so a silent majority ends as a quorum failure, not as a key that looks held.
+   */
+  acquireDecided<T>(answers: readonly Answer<T>[], granted: (value: T) => boolean): boolean {
+    const won = answers.filter((answer) => answer.ok && granted(answer.value)).length;
+    if (won >= this.quorum) return true;
+    const room = this.instances.length - this.quorum;
+    if (failuresOf(answers).length > room) return true;
+    const answered = answers.filter((answer) => answer.ok).length;
+    return answered >= this.quorum && answers.length - won > room;
+  }
+
   /** A majority extended: the new validity. A majority can no longer be ours: null. Otherwise a transport problem. */
   extension(answers: readonly Answer<unknown>[], startedAt: number, ttl: number): number | null {
     if (count(answers, (reply) => reply === 1) >= this.quorum) {
