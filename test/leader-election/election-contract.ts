@@ -155,6 +155,40 @@ export function electionContract(label: string, setup: () => Promise<ElectionWor
       await Promise.allSettled([a.close(), b.close()]);
     });
 
+    /**
+     * Follows `name` from instance b, each report as `describe` puts it, from its first report (the vacancy) on.
+     * `expectStory` then waits for `story` and checks it: every change where the backend carries each one in its
+     * events (etcd, Redis, memory); on ZooKeeper, whose one-shot watches fire before the observer reads the latch,
+     * a change undone before that read is not seen (docs/leader-election.md), but what is reported is in order
+     * and ends with `vacancy`.
+     */
+    async function observeFromVacancy<T>(name: string, describe: (leader: LeaderInfo | null) => T) {
+      const seen: T[] = [];
+      let started!: () => void;
+      const first = new Promise<void>((resolve) => (started = resolve));
+      const subscription = b.elections.observe(name).subscribe((leader) => {
+        seen.push(describe(leader));
+        started();
+      });
+      await first;
+      return {
+        async expectStory(story: readonly T[], vacancy: T): Promise<void> {
+          await waitFor(
+            () => seen.length >= story.length,
+            world.proclaims ? 10_000 : 3_000, // ZooKeeper may never report some: wait less for it
+            () => JSON.stringify(seen),
+          ).catch(() => undefined);
+          subscription.unsubscribe();
+          if (world.proclaims) {
+            expect(seen).toEqual(story);
+          } else {
+            expect(isSubsequence(seen, story)).toBe(true);
+            expect(seen.at(-1)).toBe(vacancy);
+          }
+        },
+      };
+    }
+
     it('lets exactly one of two contenders lead; after a resign the other leads with a larger term', async () => {
       const name = uniqueName('one-leader');
       const first = await a.elections.campaign(name, { value: 'a' });
@@ -214,47 +248,20 @@ export function electionContract(label: string, setup: () => Promise<ElectionWor
       const story = world.proclaims ? [null, 'v1', 'v2', null] : [null, 'v1', null];
       for (let round = 0; round < 5; round++) {
         const name = uniqueName('back-to-back');
-        const seen: (string | null)[] = [];
-        let started!: () => void;
-        const vacant = new Promise<void>((resolve) => (started = resolve));
-        const subscription = b.elections.observe(name).subscribe((leader) => {
-          seen.push(leader?.value ?? null);
-          started();
-        });
-        await vacant;
+        const observer = await observeFromVacancy(name, (leader) => leader?.value ?? null);
         // No wait between the steps: the observer may get all the changes at once.
         const leadership = await a.elections.campaign(name, { value: 'v1' });
         if (world.proclaims) await leadership.proclaim('v2');
         await leadership.resign();
-        await waitFor(
-          () => seen.length >= story.length,
-          world.proclaims ? 10_000 : 3_000, // ZooKeeper may never report v1 (below): wait less for it
-          () => JSON.stringify(seen),
-        ).catch(() => undefined);
-        subscription.unsubscribe();
-        if (world.proclaims) {
-          // etcd, Redis and memory carry each change in their events: every one is reported.
-          expect(seen).toEqual(story);
-        } else {
-          // ZooKeeper's one-shot watches fire, then the observer reads the latch: a change undone before that
-          // read is not seen (docs/leader-election.md), but what is reported is in order and ends vacant.
-          expect(isSubsequence(seen, story)).toBe(true);
-          expect(seen.at(-1)).toBeNull();
-        }
+        await observer.expectStory(story, null);
       }
     });
 
     it('reports each leader with its own term when one instance campaigns again right after resigning', async () => {
       const name = uniqueName('again');
-      const seen: string[] = [];
-      const describe = (leader: LeaderInfo | null) => (leader ? `${leader.value}@${leader.term}` : 'vacant');
-      let started!: () => void;
-      const vacant = new Promise<void>((resolve) => (started = resolve));
-      const subscription = b.elections.observe(name).subscribe((leader) => {
-        seen.push(describe(leader));
-        started();
-      });
-      await vacant;
+      const observer = await observeFromVacancy(name, (leader) =>
+        leader ? `${leader.value}@${leader.term}` : 'vacant',
+      );
       const story = ['vacant'];
       const terms = new Set<bigint>();
       // Found from outside (etcd): the same process's next key has the same name, and a batch with the deletion
@@ -271,19 +278,7 @@ export function electionContract(label: string, setup: () => Promise<ElectionWor
         story.push('vacant');
       }
       expect(terms.size).toBe(3);
-      await waitFor(
-        () => seen.length >= story.length,
-        world.proclaims ? 10_000 : 3_000,
-        () => JSON.stringify(seen),
-      ).catch(() => undefined);
-      subscription.unsubscribe();
-      if (world.proclaims) {
-        expect(seen).toEqual(story);
-      } else {
-        // ZooKeeper may miss a change undone before its read (see above); what it reports is true and in order.
-        expect(isSubsequence(seen, story)).toBe(true);
-        expect(seen.at(-1)).toBe('vacant');
-      }
+      await observer.expectStory(story, 'vacant');
     });
 
     it('completes events$ on resign and serialises the term as a decimal string', async () => {
