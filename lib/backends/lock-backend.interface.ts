@@ -11,6 +11,7 @@
  *  - every validity it reports (`validUntil`) is measured from just before the request that won,
  *    on the monotonic clock (`performance.now()`), never from the first attempt.
  */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export interface LockBackend {
   /** Short backend name used in errors and metrics: 'memory', 'redis', 'etcd'. */
   readonly kind: string;
@@ -175,5 +176,12 @@ export interface InspectedEntry {
   readonly expiresAt?: number;
 }
 
-/** Injection token for the backend, sharing the interface's name (as ThrottlerStorage does). */
-export const LockBackend = Symbol.for('DISTRIBUTED_LOCK:BACKEND');
+/**
+ * The injection token for the backend: an abstract class merged with the interface above, so that a constructor
+ * parameter typed `LockBackend` is injected by its type under every compiler. With a symbol token, tsc and ts-jest
+ * record such a parameter as `Object` (an interface has no runtime value) while SWC and Vitest record the symbol,
+ * so an app's tests passed and its `nest build` failed at startup. Backends implement the interface
+ * (`implements LockBackend`); nothing extends this class.
+ */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export abstract class LockBackend {}

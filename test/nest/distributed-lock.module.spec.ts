@@ -37,6 +37,12 @@ class Consumer {
   constructor(@Inject(LockService) readonly locks: LockService) {}
 }
 
+@Injectable()
+class BackendByType {
+  // No @Inject: the parameter's type is the token (tsc records the abstract class LockBackend).
+  constructor(readonly backend: LockBackend) {}
+}
+
 async function compile(imports: unknown[], providers: unknown[] = []) {
   return Test.createTestingModule({ imports: imports as never[], providers: providers as never[] }).compile();
 }
@@ -56,6 +62,13 @@ describe('DistributedLockModule', () => {
     const moduleRef = await compile([DistributedLockModule.forRoot(backend)]);
     expect(moduleRef.get(LockBackend)).toBe(backend);
     expect(moduleRef.get(LockService).backend).toBe(backend);
+    await moduleRef.close();
+  });
+
+  it('injects the backend into a constructor parameter typed LockBackend, with no @Inject', async () => {
+    const backend = new MemoryLockBackend();
+    const moduleRef = await compile([DistributedLockModule.forRoot({ backend, isGlobal: true })], [BackendByType]);
+    expect(moduleRef.get(BackendByType).backend).toBe(backend);
     await moduleRef.close();
   });
 

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Param, Put, Query } from '@nestjs/common';
-import { CurrentLock, LockHandle, LockService, WithLock } from 'nest-distributed-lock';
+import { CurrentLock, LockBackend, LockHandle, LockService, WithLock } from 'nest-distributed-lock';
 import { FilesService } from './files.service.js';
 
 @Controller()
@@ -7,7 +7,15 @@ export class FilesController {
   constructor(
     private readonly files: FilesService,
     private readonly locks: LockService,
+    // Injected by its type, no @Inject: what tsc records for the parameter must be the module's token.
+    private readonly backend: LockBackend,
   ) {}
+
+  /** The backend the module provides. */
+  @Get('backend')
+  backendKind() {
+    return { kind: this.backend.kind };
+  }
 
   /** Waits for the file's lock; the handle goes back to the client as JSON (the fencing token as a string). */
   @Put('files/:id')

@@ -80,6 +80,12 @@ describe('nest-distributed-lock installed from its tarball', () => {
     assert.equal((await send(`${urls[1]}/files/${id}/peek`)).status, 200, 'free again once the write ended');
   });
 
+  it('injects the backend into a controller by its type (LockBackend)', async () => {
+    const reply = await send(`${urls[0]}/backend`);
+    assert.equal(reply.status, 200);
+    assert.deepEqual(reply.body, { kind: 'redis' });
+  });
+
   it('answers 400 naming the placeholder when a template value is missing', async () => {
     const reply = await send(`${urls[0]}/reports`);
     assert.equal(reply.status, 400);
