@@ -204,14 +204,18 @@ function transportException(
     Object.defineProperty(mapped, 'cause', { value: cause, configurable: true, writable: true });
     return mapped;
   } catch (error) {
-    // Only where the library cannot resolve the app's copy (Yarn PnP, a monorepo): say so once, or every lock
-    // failure would reach the client as Nest's "Internal server error" with nothing to tell why.
+    // Only where the library cannot resolve the app's copy (not installed in the package that depends on the
+    // library, in a monorepo): say so once, or every lock failure would reach the client as Nest's "Internal
+    // server error" with nothing to tell why. The first line only: Node's require stack names the module that
+    // first loaded this file, not the handler.
     if (!unloadable.has(packageName)) {
       unloadable.add(packageName);
+      const reason = (error instanceof Error ? error.message : String(error)).split('\n')[0];
       new Logger(LOGGER_CONTEXT).warn(
-        `Could not load ${packageName} from nest-distributed-lock (${error instanceof Error ? error.message : String(error)}), ` +
+        `Could not load ${packageName} from nest-distributed-lock (${reason}), ` +
           `so lock failures of ${className === 'RpcException' ? 'microservice' : 'WebSocket'} handlers are passed on as ` +
-          `they are, not as ${className === 'RpcException' ? 'an' : 'a'} ${className}: make ${packageName} resolvable from this package (install it beside it).`,
+          `they are, not as ${className === 'RpcException' ? 'an' : 'a'} ${className}: add ${packageName} to the dependencies of the ` +
+          `package that depends on nest-distributed-lock (it is an optional peer of it).`,
       );
     }
     return undefined;

@@ -19,12 +19,15 @@ export function loadOptionalPackage<T>(packageName: string, feature: string): T 
   }
 }
 
-/** Node's "Cannot find module 'x'" for `packageName` itself, not for something it requires. */
+/**
+ * Node's "Cannot find module 'x'" for `packageName` itself, not for something it requires; or Yarn Plug'n'Play's
+ * error for an optional peer the app does not provide (its code is MODULE_NOT_FOUND too, with its own message).
+ */
 function isNotFound(error: unknown, packageName: string): boolean {
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  return (
-    code === 'MODULE_NOT_FOUND' && String((error as Error).message).startsWith(`Cannot find module '${packageName}'`)
-  );
+  const found = error as (NodeJS.ErrnoException & { pnpCode?: string; data?: { dependencyName?: string } }) | undefined;
+  if (found?.code !== 'MODULE_NOT_FOUND') return false;
+  if (found.pnpCode === 'MISSING_PEER_DEPENDENCY') return found.data?.dependencyName === packageName;
+  return String(found.message).startsWith(`Cannot find module '${packageName}'`);
 }
 
 /** Whether `packageName` can be loaded from here, without loading it. */

@@ -27,6 +27,28 @@ describe('loadOptionalPackage', () => {
     expect((error.cause as NodeJS.ErrnoException).code).toBe('MODULE_NOT_FOUND');
   });
 
+  it("reads Yarn Plug'n'Play's error for a peer the app does not provide as the package being absent", () => {
+    // Yarn PnP's require throws this shape (code MODULE_NOT_FOUND, pnpCode, data.dependencyName) with a message
+    // of its own; the package below throws it as PnP would for the peer itself, then for a dependency of its own.
+    const dir = mkdtempSync(join(tmpdir(), 'ndl-pnp-'));
+    try {
+      const pnpError = (dependencyName: string) =>
+        `throw Object.defineProperties(new Error('nest-distributed-lock tried to access ${dependencyName} (a peer dependency) but it isn\\'t provided by your application'), ` +
+        `{ code: { value: 'MODULE_NOT_FOUND' }, pnpCode: { value: 'MISSING_PEER_DEPENDENCY' }, data: { value: { dependencyName: ${JSON.stringify(dependencyName)} } } });`;
+      const peer = join(dir, 'node_modules', 'a-peer');
+      mkdirSync(peer, { recursive: true });
+      writeFileSync(join(peer, 'index.js'), pnpError(peer));
+      expect(() => loadOptionalPackage(peer, 'Lock metrics')).toThrow(MissingPackageError);
+      const other = join(dir, 'node_modules', 'needs-another');
+      mkdirSync(other, { recursive: true });
+      writeFileSync(join(other, 'index.js'), pnpError('another-package'));
+      expect(() => loadOptionalPackage(other, 'Test')).toThrow(/tried to access another-package/);
+      expect(() => loadOptionalPackage(other, 'Test')).not.toThrow(MissingPackageError);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('rethrows as is when the package is there but cannot load (installing it again would not help)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ndl-broken-'));
     try {

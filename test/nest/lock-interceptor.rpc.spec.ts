@@ -81,7 +81,10 @@ describe('LockInterceptor on microservice (TCP) handlers', () => {
   it('says once when it cannot load @nestjs/microservices (a layout where the library does not see the app’s copy)', async () => {
     const load = optionalPackage.loadOptionalPackage;
     const hide = jest.spyOn(optionalPackage, 'loadOptionalPackage').mockImplementation((name, feature) => {
-      if (name === '@nestjs/microservices') throw new Error(`Cannot find module '${name}'`);
+      if (name === '@nestjs/microservices')
+        throw new Error(
+          `Cannot find module '${name}'\nRequire stack:\n- /app/node_modules/nest-distributed-lock/index.js`,
+        );
       return load(name, feature);
     });
     const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
@@ -94,8 +97,9 @@ describe('LockInterceptor on microservice (TCP) handlers', () => {
         .filter((line) => line.includes('Could not load'));
       expect(lines).toHaveLength(1);
       expect(lines[0]).toMatch(
-        /Could not load @nestjs\/microservices from nest-distributed-lock .*not as an RpcException/,
+        /Could not load @nestjs\/microservices from nest-distributed-lock .*not as an RpcException: add @nestjs\/microservices to the dependencies of the package that depends on nest-distributed-lock/,
       );
+      expect(lines[0]).not.toContain('Require stack');
     } finally {
       hide.mockRestore();
       warn.mockRestore();
