@@ -4,8 +4,8 @@
 //   2. per fixture (Nest 12 ESM, Nest 11 CommonJS; the two side by side, each with its own redis-server, output
 //      lines prefixed with the fixture and client) and per Redis client (ioredis 5 and 6 on both; node-redis 6 on
 //      Nest 12, 5 on Nest 11): a plain `npm install` of the tarball (no --legacy-peer-deps), a type-check with
-//      skipLibCheck off while no optional peer other than that client is installed, and an end-to-end test
-//      against a real redis-server;
+//      skipLibCheck off while no optional peer other than that client is installed, an end-to-end test
+//      against a real redis-server, and the installed CLI's `inspect`;
 //   3. then, once per fixture (with ioredis 6), the other optional peers (@nestjs/terminus of the fixture's Nest major,
 //      @nestjs/schedule, etcd3, node-zookeeper-client, @opentelemetry/api, the other Redis client) are added, every
 //      ```ts block of README.md and docs/ is type-checked as its own module,
@@ -195,6 +195,8 @@ async function testFixture(fixture, client, tarball, redisUrl, work) {
     throw new Error(`optional peers were installed without being asked for: ${present.join(', ')}`);
   await sh('npx', ['tsc', '-p', 'tsconfig.json']);
   await sh('node', ['--test', ...testFiles(dir, join('dist', 'test'))], { REDIS_URL: redisUrl });
+  // The installed command, as docs/cli.md runs it (its bin loads Nest before the CommonJS build).
+  await sh('npx', ['--no-install', 'nest-distributed-lock', 'inspect', '--redis', redisUrl, 'consumer:cli']);
   if (client !== FIXTURES[fixture].full && option('--client') === undefined)
     return { blocks: '-', versions: installedVersions(dir) };
 
