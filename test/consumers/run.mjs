@@ -9,7 +9,7 @@
 //   3. then, once per fixture (with ioredis 6), the other optional peers (@nestjs/terminus of the fixture's Nest major,
 //      @nestjs/schedule, etcd3, node-zookeeper-client, @opentelemetry/api, the other Redis client) are added, every
 //      ```ts block of README.md and docs/ is type-checked as its own module,
-//      and a terminus health check runs.
+//      and a terminus health check runs; on Nest 12, the app's Vitest spec runs as `nest new`'s `vitest run` would.
 // Usage: node test/consumers/run.mjs [--fixture nest12-esm|nest11-cjs] [--client ioredis@5|ioredis@6|redis@5|redis@6] [--keep]
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -215,6 +215,8 @@ async function testFixture(fixture, client, tarball, redisUrl, work) {
     'node-zookeeper-client',
     '@opentelemetry/api',
     otherClientSpec,
+    // Nest 12's `nest new` tests with Vitest.
+    ...(nestMajor >= 12 ? ['vitest@^4'] : []),
   ]);
   cpSync(join(here, 'app', 'extras'), join(dir, 'extras'), { recursive: true });
   const blocks = extractDocBlocks(join(dir, 'doc-blocks'));
@@ -228,6 +230,14 @@ async function testFixture(fixture, client, tarball, redisUrl, work) {
   );
   await sh('npx', ['tsc', '-p', 'tsconfig.extras.json']);
   await sh('node', ['--test', ...testFiles(dir, join('dist', 'extras'))], { REDIS_URL: redisUrl });
+  if (nestMajor >= 12) {
+    cpSync(join(here, 'app', 'vitest'), join(dir, 'vitest'), { recursive: true });
+    writeFileSync(
+      join(dir, 'vitest.config.e2e.mjs'),
+      "export default { test: { root: './', include: ['vitest/**/*.e2e-spec.ts'] } };\n",
+    );
+    await sh('npx', ['vitest', 'run', '--config', './vitest.config.e2e.mjs'], { REDIS_URL: redisUrl });
+  }
   return { blocks, versions: installedVersions(dir) };
 }
 
