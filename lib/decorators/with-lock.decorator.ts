@@ -5,6 +5,7 @@ import { InvalidKeyTemplateError } from '../errors/invalid-key-template.error';
 import { parseKeyTemplate } from '../key-template/parse-key-template';
 import type { LockOptions } from '../lock-options';
 import { resolveLockOptions } from '../utils/validate';
+import { lockableMethod } from './lockable-method';
 import type { LockKeys, WithLockMetadata } from './with-lock-metadata';
 
 /**
@@ -14,19 +15,23 @@ import type { LockKeys, WithLockMetadata } from './with-lock-metadata';
  *
  * On a controller it is metadata plus `@UseInterceptors(LockInterceptor)`: the lock is taken where that
  * interceptor sits in Nest's chain (after guards, before pipes) and held around the handler and the
- * Observable it returns. Provider methods are locked by the module's explorer.
+ * Observable it returns. On a method it also puts a stand-in on the prototype, which runs the locked version the
+ * module's explorer binds to a provider's instance at startup (lockable-method.ts).
  */
 export function WithLock(keys: LockKeys, options: LockOptions = {}): ClassDecorator & MethodDecorator {
   const decorate = applyDecorators(
     SetMetadata(WITH_LOCK_METADATA, compileWithLock(keys, options)),
     UseInterceptors(LockInterceptor),
   );
-  return (target: object, methodName?: string | symbol, descriptor?: PropertyDescriptor) => {
-    if (methodName !== undefined && typeof descriptor?.value !== 'function') {
+  return ((target: object, methodName?: string | symbol, descriptor?: PropertyDescriptor) => {
+    if (methodName === undefined) return decorate(target);
+    if (typeof descriptor?.value !== 'function') {
       throw new TypeError(`@WithLock goes on a method or a class; ${String(methodName)} is not a method.`);
     }
-    return decorate(target, methodName, descriptor);
-  };
+    decorate(target, methodName, descriptor);
+    // The stand-in carries the metadata just set, and runs the locked version once the module bound one.
+    return { ...descriptor, value: lockableMethod(descriptor.value as (...args: unknown[]) => unknown) };
+  }) as ClassDecorator & MethodDecorator;
 }
 
 function compileWithLock(keys: LockKeys, options: LockOptions): WithLockMetadata {

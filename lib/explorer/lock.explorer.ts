@@ -6,14 +6,16 @@ import { LockInterceptor } from '../interceptors/lock.interceptor';
 import { LockService } from '../lock.service';
 import { isScheduledJob } from '../schedule/job-timing';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
-import { createLockedMethod, isLockedMethod } from './locked-method';
+import { bindLockedVersion, hasLockedVersion, lockableOf } from '../decorators/lockable-method';
+import { createLockedMethod } from './locked-method';
 
 /** Nest's InstanceWrapper, typed through the public DiscoveryService rather than a deep import. */
 type InstanceWrapper = ReturnType<DiscoveryService['getProviders']>[number];
 
 /**
- * Interceptors only reach route handlers, so `@WithLock` methods of ordinary providers are found here,
- * once the module initialises, and replaced on the instance with a locked version.
+ * Interceptors only reach route handlers, so `@WithLock` methods of ordinary providers are found here, once the
+ * module initialises, and a locked version is bound to each instance: the stand-in `@WithLock` put on the
+ * prototype runs it from then on, also where another module copied the method before this one ran.
  * Controllers, WebSocket gateways' message handlers and GraphQL resolver methods are left to LockInterceptor.
  */
 @Injectable()
@@ -143,20 +145,35 @@ export class LockExplorer implements OnModuleInit {
     }
   }
 
+  /**
+   * Binds the locked version of every `@WithLock` declaration of `methodName` along the prototype chain: an
+   * override's own, and the base class's that it reaches with `super`, each with its own keys.
+   */
   private lockMethod(
     instance: Record<string, unknown>,
     prototype: Record<string, unknown>,
     className: string,
     methodName: string,
   ): void {
-    // The same object can be registered twice (useValue in two modules); lock it once.
-    if (isLockedMethod(instance[methodName])) return;
-    const metadata = this.metadata.getWithLock(prototype[methodName])!;
-    instance[methodName] = createLockedMethod(this.locks, metadata, {
-      instance,
-      methodName,
-      where: `${className}.${methodName}`,
-      returnType: Reflect.getMetadata('design:returntype', prototype, methodName),
-    });
+    for (
+      let owner: object | null = prototype;
+      owner && owner !== Object.prototype;
+      owner = Object.getPrototypeOf(owner) as object | null
+    ) {
+      const declared = Object.getOwnPropertyDescriptor(owner, methodName)?.value as unknown;
+      const found = lockableOf(declared);
+      const metadata = found && this.metadata.getWithLock(declared);
+      // The same object can be registered twice (useValue in two modules); lock it once.
+      if (!found || !metadata || hasLockedVersion(instance, found.lockable)) continue;
+      const ownerName =
+        owner === prototype ? className : ((owner.constructor as Function | undefined)?.name ?? className);
+      const locked = createLockedMethod(this.locks, metadata, {
+        instance,
+        original: found.original,
+        where: `${ownerName}.${methodName}`,
+        returnType: Reflect.getMetadata('design:returntype', owner, methodName),
+      });
+      bindLockedVersion(instance, found.lockable, locked);
+    }
   }
 }

@@ -6,23 +6,18 @@ import { renderKeyTemplate } from '../key-template/render-key-template';
 import type { LockService } from '../lock.service';
 import { MethodExecutionContext } from './method-execution-context';
 
-const LOCKED = Symbol('DISTRIBUTED_LOCK:LOCKED_METHOD');
-
 export interface LockedMethodTarget {
   instance: object;
-  methodName: string;
+  /** The method as written, inside the stand-in `@WithLock` put on the prototype. */
+  original: (this: unknown, ...args: unknown[]) => unknown;
   /** `Class.method`, for messages. */
   where: string;
   /** `design:returntype` of the method, when TypeScript emitted it. */
   returnType: unknown;
 }
 
-export function isLockedMethod(method: unknown): boolean {
-  return typeof method === 'function' && LOCKED in method;
-}
-
 /**
- * Builds the replacement for a `@WithLock` provider method. Declared to return an Observable: returns a
+ * Builds the locked version of a `@WithLock` provider method, which its stand-in runs for the instance. Declared to return an Observable: returns a
  * cold Observable that takes the lock on subscribe and holds it until completion, error or unsubscribe.
  * Otherwise returns a Promise that holds the lock until the method's result settles, with exactly that
  * result or error. Placeholders are checked here, at startup.
@@ -31,11 +26,9 @@ export function createLockedMethod(
   locks: LockService,
   metadata: WithLockMetadata,
   target: LockedMethodTarget,
-): Function {
+): (this: unknown, ...args: unknown[]) => unknown {
   // Parameter names are read from it.
-  const original = (target.instance as Record<string, (this: unknown, ...args: unknown[]) => unknown>)[
-    target.methodName
-  ];
+  const { original } = target;
   const keysFor = compileKeys(metadata, original, target);
   const returnsObservable =
     target.returnType === Observable ||
@@ -62,11 +55,6 @@ export function createLockedMethod(
           return result;
         });
       };
-  Object.defineProperty(locked, 'name', { value: original.name });
-  // Other decorators' metadata stays readable on the replacement.
-  for (const key of Reflect.getMetadataKeys(original))
-    Reflect.defineMetadata(key, Reflect.getMetadata(key, original), locked);
-  Object.defineProperty(locked, LOCKED, { value: true });
   return locked;
 }
 

@@ -1,12 +1,23 @@
 /* eslint-disable @typescript-eslint/unbound-method -- methods are read here as values (metadata, parameter names), never called unbound */
-import { Controller, Get, INestApplication, Injectable, Module, Scope, SetMetadata } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  Global,
+  INestApplication,
+  Injectable,
+  Module,
+  OnModuleInit,
+  Scope,
+  SetMetadata,
+} from '@nestjs/common';
+import { DiscoveryModule, DiscoveryService } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { firstValueFrom, isObservable, Observable, of, Subscriber, toArray } from 'rxjs';
 import { MemoryLockBackend } from '../../lib/backends/memory/memory-lock.backend';
 import { DistributedLockModule } from '../../lib/distributed-lock.module';
 import { WithLock } from '../../lib/decorators/with-lock.decorator';
 import { LockLostError } from '../../lib/errors';
-import { isLockedMethod } from '../../lib/explorer/locked-method';
+import { isLockedOn } from '../../lib/decorators/lockable-method';
 import { InvalidKeyTemplateError } from '../../lib/errors';
 import { UnresolvedPlaceholderError } from '../../lib/errors';
 import type { LockHandle } from '../../lib/lock-handle';
@@ -223,19 +234,19 @@ describe('@WithLock on provider methods (explorer)', () => {
   });
 
   it('keeps other decorators’ metadata and the method name on the locked method', () => {
-    expect(isLockedMethod(service.generate)).toBe(true);
+    expect(isLockedOn(service, 'generate')).toBe(true);
     expect(service.generate.name).toBe('generate');
     expect(Reflect.getMetadata(TAGGED, service.generate)).toBe('generate');
   });
 
   it('locks each instance of a transient provider', async () => {
     const worker = app.get(TransientConsumer).worker;
-    expect(isLockedMethod(worker.work)).toBe(true);
+    expect(isLockedOn(worker, 'work')).toBe(true);
     await expect(worker.work('t1')).resolves.toBe(true);
   });
 
   it('leaves controllers to the interceptor', () => {
-    expect(isLockedMethod(app.get(ReportsController).read)).toBe(false);
+    expect(isLockedOn(app.get(ReportsController), 'read')).toBe(false);
   });
 });
 
@@ -319,6 +330,93 @@ describe('explorer startup checks', () => {
       ]),
     );
     await app.close();
+  });
+});
+
+@Injectable()
+class OrderWorker {
+  constructor(private readonly locks: LockService) {}
+
+  /** Three parameters: a caller that passes a third argument only to a function that takes one (bullmq) must see 3. */
+  @WithLock('order:<<0>>')
+  async process(orderId: string, _token?: string, _signal?: AbortSignal): Promise<string | undefined> {
+    return this.locks.current(`order:${orderId}`)?.key;
+  }
+}
+
+/**
+ * Takes references to provider methods in its own onModuleInit, as @nestjs/bullmq's explorer does for processors
+ * (`instance[method].bind(instance)`), in a global module listed before DistributedLockModule: its hook runs
+ * before the lock module's explorer.
+ */
+@Injectable()
+class EarlyMethodCopier implements OnModuleInit {
+  copied?: (...args: unknown[]) => Promise<unknown>;
+
+  constructor(private readonly discovery: DiscoveryService) {}
+
+  onModuleInit(): void {
+    const worker = this.discovery.getProviders().find((wrapper) => wrapper.instance instanceof OrderWorker)!
+      .instance as OrderWorker;
+    this.copied = worker.process.bind(worker);
+  }
+}
+
+@Global()
+@Module({ imports: [DiscoveryModule], providers: [EarlyMethodCopier], exports: [EarlyMethodCopier] })
+class EarlyCopierModule {}
+
+@Injectable()
+class BaseStore {
+  constructor(protected readonly locks: LockService) {}
+
+  @WithLock('base:<<0>>')
+  async save(id: string): Promise<string[]> {
+    return [`base:${id}`, `derived:${id}`].filter((key) => this.locks.current(key) !== undefined);
+  }
+}
+
+@Injectable()
+class DerivedStore extends BaseStore {
+  @WithLock('derived:<<0>>')
+  override async save(id: string): Promise<string[]> {
+    return super.save(id);
+  }
+}
+
+describe('@WithLock where other code holds the method', () => {
+  let app: INestApplication;
+
+  beforeAll(async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [EarlyCopierModule, DistributedLockModule.forRoot({ backend: new MemoryLockBackend(), isGlobal: true })],
+      providers: [OrderWorker, DerivedStore],
+    }).compile();
+    app = moduleRef.createNestApplication();
+    await app.init();
+  });
+
+  afterAll(async () => {
+    await app.close();
+  });
+
+  it('locks a reference another module took before the lock module initialised (bullmq processors)', async () => {
+    await expect(app.get(EarlyMethodCopier).copied!('o-1')).resolves.toBe('order:o-1');
+    await expect(app.get(OrderWorker).process('o-2')).resolves.toBe('order:o-2');
+  });
+
+  it('keeps the method’s length, which callers such as bullmq read to decide what to pass', () => {
+    expect(app.get(OrderWorker).process.length).toBe(3);
+    expect(app.get(EarlyMethodCopier).copied!.length).toBe(3);
+  });
+
+  it('takes the base method’s lock too when an override calls it with super', async () => {
+    await expect(app.get(DerivedStore).save('s1')).resolves.toEqual(['base:s1', 'derived:s1']);
+  });
+
+  it('runs unlocked on an instance the module never saw (made with new)', async () => {
+    const worker = new OrderWorker(app.get(LockService));
+    await expect(worker.process('o-3')).resolves.toBeUndefined();
   });
 });
 
