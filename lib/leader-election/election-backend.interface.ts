@@ -32,12 +32,14 @@ export interface ElectionBackend {
   /**
    * Calls `onChange` with the leader now and after every change the server reports (a re-read each time, so
    * a missed intermediate state only skips a value, never leaves a stale one). `onError` ends the watch.
+   * `operationTimeout` bounds each read where the client itself may wait long for a connection.
    */
   watch(
     namespace: string,
     name: string,
     onChange: (leader: LeaderInfo | null) => void,
     onError: (error: unknown) => void,
+    options?: { readonly operationTimeout?: number },
   ): () => void;
 
   /** Optional: news the server pushes about a leader's session between renewals (ZooKeeper's session states). */

@@ -135,6 +135,7 @@ export class LeaderElection implements BeforeApplicationShutdown {
         // From a shared connection, which carries the scope of whichever call opened it: deliver outside all.
         (leader) => runInScopeOf(undefined, () => subscriber.next(leader)),
         (error) => runInScopeOf(undefined, () => subscriber.error(error)),
+        { operationTimeout: this.operationTimeout },
       );
     }).pipe(distinctUntilChanged((a, b) => a?.term === b?.term && a?.value === b?.value));
   }

@@ -2,8 +2,9 @@
 // Installs the packed library into the consumer apps the way a user does, and tests it there:
 //   1. `npm pack` (prepack builds), then publint and @arethetypeswrong/cli on the tarball;
 //   2. per fixture (Nest 12 ESM, Nest 11 CommonJS; the two side by side, each with its own redis-server, output
-//      lines prefixed with the fixture and client) and per Redis client (ioredis 5 and 6 on both; node-redis 6 on
-//      Nest 12, 5 on Nest 11): a plain `npm install` of the tarball (no --legacy-peer-deps), a type-check with
+//      lines prefixed with the fixture and client) and per Redis client (the newest ioredis 5 and 6 and node-redis 6
+//      on Nest 12; the lowest the peer ranges allow, ioredis 5.0.0 and node-redis 5.0.0, and ioredis 6 on Nest 11):
+//      a plain `npm install` of the tarball (no --legacy-peer-deps), a type-check with
 //      skipLibCheck off while no optional peer other than that client is installed, an end-to-end test
 //      against a real redis-server, and the installed CLI's `inspect`;
 //   3. then, once per fixture (with ioredis 6), the other optional peers (@nestjs/terminus of the fixture's Nest major,
@@ -24,10 +25,15 @@ const root = resolve(here, '../..');
 // doc blocks and the health check do not depend on the client, so once per fixture is enough.
 const FIXTURES = {
   'nest12-esm': { nestMajor: 12, clients: ['ioredis@5', 'ioredis@6', 'redis@6'], full: 'ioredis@6' },
-  'nest11-cjs': { nestMajor: 11, clients: ['ioredis@5', 'ioredis@6', 'redis@5'], full: 'ioredis@6' },
+  // The lowest versions the peer ranges allow, on the older Nest.
+  'nest11-cjs': { nestMajor: 11, clients: ['ioredis@5.0.0', 'ioredis@6', 'redis@5.0.0'], full: 'ioredis@6' },
 };
-/** The app's Redis module for each client package (test/consumers/app/clients). */
-const CLIENT_MODULES = { ioredis: 'ioredis.module.ts', redis: 'node-redis.module.ts' };
+/** The app's Redis module for each client package (test/consumers/app/clients), or for a client version. */
+const CLIENT_MODULES = {
+  ioredis: 'ioredis.module.ts',
+  'ioredis@5.0.0': 'ioredis-default-export.module.ts',
+  redis: 'node-redis.module.ts',
+};
 const OPTIONAL_PEERS = ['etcd3', 'node-zookeeper-client', '@nestjs/terminus', '@opentelemetry/api', '@nestjs/schedule'];
 const REPORTED = [
   'nest-distributed-lock',
@@ -179,16 +185,21 @@ function testFiles(dir, subdir) {
 }
 
 async function testFixture(fixture, client, tarball, redisUrl, work) {
-  const [clientPackage, clientMajor] = client.split('@');
-  const dir = join(work, `${fixture}-${clientPackage}${clientMajor}`);
+  // `ioredis@6`: the newest 6.x; `ioredis@5.0.0`: exactly that version.
+  const [clientPackage, clientVersion] = client.split('@');
+  const clientRange = clientVersion.includes('.') ? clientVersion : `^${clientVersion}`;
+  const dir = join(work, `${fixture}-${clientPackage}${clientVersion}`);
   const sh = (command, commandArgs, env) => runPrefixed(`${fixture} ${client}`, command, commandArgs, dir, env);
   cpSync(join(here, fixture), dir, { recursive: true });
   cpSync(join(here, 'app', 'src'), join(dir, 'src'), { recursive: true });
   cpSync(join(here, 'app', 'test'), join(dir, 'test'), { recursive: true });
-  cpSync(join(here, 'app', 'clients', CLIENT_MODULES[clientPackage]), join(dir, 'src', 'redis.module.ts'));
+  cpSync(
+    join(here, 'app', 'clients', CLIENT_MODULES[client] ?? CLIENT_MODULES[clientPackage]),
+    join(dir, 'src', 'redis.module.ts'),
+  );
 
   // Phase 1: the library and one Redis client only, as a Redis-only user installs it.
-  await sh('npm', ['install', '--no-audit', '--no-fund', tarball, `${clientPackage}@^${clientMajor}`]);
+  await sh('npm', ['install', '--no-audit', '--no-fund', tarball, `${clientPackage}@${clientRange}`]);
   const otherClient = clientPackage === 'ioredis' ? 'redis' : 'ioredis';
   const present = [...OPTIONAL_PEERS, otherClient].filter((name) => existsSync(join(dir, 'node_modules', name)));
   if (present.length > 0)

@@ -20,6 +20,12 @@ function redisInstance(url: string, ttl = TTL, clientOptions: RedisOptions = {})
 }
 
 unreachableElectionCases('redis', (port) => new RedisLockBackend({ url: `redis://127.0.0.1:${port}` }));
+// A client whose commands wait for a connection far longer than the test (ioredis 6's backoff reaches minutes):
+// the observer must still give up in bounded time, its reads each bounded by operationTimeout.
+unreachableElectionCases(
+  'redis, a client that waits minutes for a connection',
+  (port) => new RedisLockBackend({ url: `redis://127.0.0.1:${port}`, redisOptions: { retryStrategy: () => 60_000 } }),
+);
 
 electionContract('redis', async () => ({
   ttl: TTL,

@@ -351,7 +351,7 @@ class OrderWorker {
  */
 @Injectable()
 class EarlyMethodCopier implements OnModuleInit {
-  copied?: (...args: unknown[]) => Promise<unknown>;
+  copied?: OrderWorker['process'];
 
   constructor(private readonly discovery: DiscoveryService) {}
 

@@ -6,6 +6,7 @@ import type { RedisPort } from '../../backends/redis/port/redis-port';
 import { encodeKeyPart } from '../../backends/redis/redis-keys';
 import { validityEnd } from '../../backends/redis/validity';
 import { monotonicNow } from '../../utils/clock';
+import { withDeadline } from '../../utils/deadline';
 import { ObserveFailures } from '../observe-failures';
 import type { CampaignRequest, ElectionBackend, ElectionGrant, LeaderInfo } from '../election-backend.interface';
 import {
@@ -139,6 +140,7 @@ export class RedisElection implements ElectionBackend {
     name: string,
     onChange: (leader: LeaderInfo | null) => void,
     onError: (error: unknown) => void,
+    { operationTimeout = Infinity }: { readonly operationTimeout?: number } = {},
   ): () => void {
     const keys = electionKeys(namespace, name);
     const stopper = new AbortController();
@@ -173,21 +175,39 @@ export class RedisElection implements ElectionBackend {
           }
           wake?.(); // read too: the new leader's ttl, or who leads after a message we cannot parse
         });
-        // Through call(): a subscriber that cannot connect fails with the client's own error, which needs naming.
-        await this.call(
-          'observe',
-          raceAbort(subscription.ready, stopper.signal, () => stopper.signal.reason),
-        );
       } catch (error) {
         if (!stopper.signal.aborted) onError(error);
         return stop();
       }
+      // The reads below start at once rather than after the subscription: their failures end the observation in
+      // bounded time, while a subscriber's connection may retry for minutes (ioredis 6's backoff) with nothing
+      // said. Once subscribed, it reads again, so that no change between a read and the subscription goes unheard.
+      // A subscription that fails by itself ends it too, with the client's own error named through call().
+      this.call(
+        'observe',
+        raceAbort(subscription.ready, stopper.signal, () => stopper.signal.reason),
+      ).then(
+        () => wake?.(),
+        (error: unknown) => {
+          if (stopper.signal.aborted) return;
+          stop();
+          onError(error);
+        },
+      );
       while (!stopper.signal.aborted) {
         const woken = new Promise<void>((resolve) => (wake = resolve));
         let wait = this.recheckInterval;
         try {
           const heardBefore = heard;
-          const { leader, left, step } = await this.readLeader(keys);
+          // Bounded: a client with no connection queues the read until its own retries give up (minutes on
+          // ioredis 6), and this observer would wait in silence meanwhile.
+          const { leader, left, step } = await withDeadline(this.readLeader(keys), operationTimeout, () =>
+            backendErrorOf(
+              { kind: 'redis', address: this.address, describeConnection: this.describeConnection },
+              'election observe',
+              `no reply within ${operationTimeout} ms`,
+            ),
+          );
           if (stopper.signal.aborted) return;
           failures.reset();
           if (leader) report({ term: leader.term, step, leader });

@@ -12,6 +12,8 @@ import {
 /** What we use of a node-redis cluster beyond the public NodeRedisClusterLockClient type. */
 interface NodeRedisCluster extends NodeRedisClusterLockClient {
   readonly _options?: { rootNodes?: readonly unknown[]; defaults?: object };
+  /** node-redis 6: set once discovery finished; its masters are listed a moment before, unusable until then. */
+  readonly isReady?: boolean;
   /** Per slot: the shard serving it, once discovered. */
   readonly slots: readonly ({ readonly master?: { readonly address?: string } } | undefined)[];
   connect(): Promise<unknown>;
@@ -54,7 +56,12 @@ export class NodeRedisClusterPort implements RedisPort {
 
   status(): string {
     if (!this.cluster.isOpen) return 'end';
-    return this.cluster.masters.length > 0 ? 'ready' : 'connecting';
+    return this.discovered() ? 'ready' : 'connecting';
+  }
+
+  /** Whether commands can be routed: node-redis 6 says so (isReady); 5 has discovered once it lists masters. */
+  private discovered(): boolean {
+    return this.cluster.isReady ?? this.cluster.masters.length > 0;
   }
 
   evalsha(sha1: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
@@ -114,7 +121,7 @@ export class NodeRedisClusterPort implements RedisPort {
   }
 
   private send(firstKey: string | undefined, args: string[], tries = 0): Promise<unknown> {
-    if (this.cluster.masters.length === 0) return this.afterDiscovery().then(() => this.send(firstKey, args));
+    if (!this.discovered()) return this.afterDiscovery().then(() => this.send(firstKey, args));
     return this.cluster.sendCommand(firstKey, false, args).then(normaliseReply, async (error: unknown) => {
       // A slot in migration answers a script whose keys are partly there TRYAGAIN, and a cluster that lost a master
       // CLUSTERDOWN; neither ran it. ioredis tries again by itself (retryDelayOnTryAgain); node-redis does not.
@@ -138,10 +145,10 @@ export class NodeRedisClusterPort implements RedisPort {
     }
     return (this.discovery ??= new Promise<void>((resolve, reject) => {
       const timer = setInterval(() => {
-        if (this.cluster.masters.length === 0 && this.cluster.isOpen) return;
+        if (!this.discovered() && this.cluster.isOpen) return;
         clearInterval(timer);
         this.discovery = undefined;
-        if (this.cluster.masters.length > 0) resolve();
+        if (this.discovered()) resolve();
         else reject(new Error('the node-redis cluster client could not reach any of its root nodes'));
       }, DISCOVERY_POLL_MS);
       timer.unref();

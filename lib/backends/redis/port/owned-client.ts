@@ -31,7 +31,9 @@ export function createOwnedPort(
       `RedisLockBackend: clientPackage must be 'ioredis' or 'redis', got ${JSON.stringify(clientPackage)}.`,
     );
   }
-  const { Redis } = loadOptionalPackage<typeof import('ioredis')>('ioredis', FEATURE);
+  const ioredis = loadOptionalPackage<Partial<typeof import('ioredis')>>('ioredis', FEATURE);
+  // Before 5.2.5, ioredis exports the client class as the module itself (and as `default`), not as `Redis`.
+  const Redis = (ioredis.Redis ?? ioredis.default)!;
   // Connects at the first command: a backend built but never used (replaced in a test with overrideProvider) opens
   // no socket that would keep the process alive. The app's own disconnectTimeout and lazyConnect, if set, win.
   const redisOptions = { disconnectTimeout: OWNED_DISCONNECT_TIMEOUT_MS, lazyConnect: true, ...options.redisOptions };
