@@ -39,6 +39,12 @@ const CLIENT_SET_UP: ReadonlyArray<readonly [RegExp, string]> = [
       'passed in only after the LockService.',
   ],
   [
+    // ioredis with sentinels, none of which answered (its message also says "Connection is closed").
+    /All sentinels are unreachable/,
+    'No sentinel answered, or none knows the master name: check the sentinels’ addresses, the `name` option and ' +
+      '`sentinelPassword`.',
+  ],
+  [
     // ioredis, once its connection ended: quit() by the app, or reconnection given up.
     /Connection is closed/,
     'The client’s connection is closed: if the app closed the client, close it only after the LockService; ' +

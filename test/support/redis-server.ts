@@ -1,4 +1,6 @@
 import { createConnection } from 'node:net';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { freeTestPort } from './free-port';
 import {
   findBinary,
@@ -129,5 +131,55 @@ export function pingRedis(port: number, timeoutMs = 1_000): Promise<boolean> {
       if (reply.includes('\r\n')) finish();
     });
     socket.once('error', finish);
+  });
+}
+
+export interface TestRedisSentinel {
+  readonly port: number;
+  /** The master name it monitors. */
+  readonly masterName: string;
+  stop(): Promise<void>;
+}
+
+/** Starts a Sentinel (redis-server --sentinel) on a free loopback port that monitors the master on `masterPort`. */
+export async function startRedisSentinel(masterPort: number, masterName = 'mymaster'): Promise<TestRedisSentinel> {
+  const binary = findBinary('redis-server');
+  return retryOnPortTaken(async () => {
+    const port = await freeTestPort();
+    const dir = serverDir('redis-sentinel');
+    // Sentinel rewrites its config file, so it lives in the temp dir.
+    const config = join(dir, 'sentinel.conf');
+    writeFileSync(
+      config,
+      [
+        `port ${port}`,
+        'bind 127.0.0.1',
+        `dir ${dir}`,
+        'loglevel warning',
+        `sentinel monitor ${masterName} 127.0.0.1 ${masterPort} 1`,
+        `sentinel down-after-milliseconds ${masterName} 5000`,
+      ].join('\n') + '\n',
+    );
+    let server: SpawnedServer;
+    try {
+      server = await launchServer({
+        what: `redis sentinel on 127.0.0.1:${port}`,
+        binary,
+        args: [config, '--sentinel'],
+        probe: () => pingRedis(port),
+        dir,
+      });
+    } catch (error) {
+      removeServerDir(dir);
+      throw error;
+    }
+    return {
+      port,
+      masterName,
+      stop: async () => {
+        await retireServer(server);
+        removeServerDir(dir);
+      },
+    };
   });
 }

@@ -110,9 +110,20 @@ export function describeAddress(options: object): string {
   return shownHost.includes(':') ? `[${shownHost}]:${shownPort}` : `${shownHost}:${shownPort}`;
 }
 
-/** The address shown in errors: `host:port`, or `cluster(host:port,...)` from a Cluster's startup nodes. */
+/**
+ * The address shown in errors: `host:port`; `cluster(host:port,...)` from a Cluster's startup nodes; or, for a client
+ * configured by Sentinel (whose host and port options are ioredis' defaults, not the master), `sentinel(name @
+ * host:port,...)` from its master name and sentinels.
+ */
 export function describeClient(client: IoRedisLockClient): string {
-  if (!client.isCluster) return describeAddress(client.options);
+  if (!client.isCluster) {
+    const { sentinels, name } = client.options as { sentinels?: unknown; name?: unknown };
+    if (!Array.isArray(sentinels) || sentinels.length === 0) return describeAddress(client.options);
+    const shown = (sentinels as unknown[]).map((sentinel) =>
+      typeof sentinel === 'object' && sentinel ? describeAddress(sentinel) : '?',
+    );
+    return `sentinel(${typeof name === 'string' ? name : 'mymaster'} @ ${shown.join(',')})`;
+  }
   const nodes = (client as unknown as { startupNodes?: unknown }).startupNodes;
   const shown = Array.isArray(nodes) ? nodes.map(describeStartupNode) : [];
   return `cluster(${shown.join(',') || 'unknown nodes'})`;

@@ -20,7 +20,10 @@ export function redisPortOf(client: RedisLockClient, owner: string): RedisPort {
   if (isNodeRedisCluster(client)) return new NodeRedisClusterPort(client);
   if (isNodeRedisClient(client)) return new NodeRedisPort(client);
   throw new TypeError(
-    `${owner}: \`client\` must be an ioredis Redis or Cluster, or a node-redis client (createClient() or createCluster()).`,
+    `${owner}: \`client\` must be an ioredis Redis or Cluster, or a node-redis client (createClient() or createCluster()).` +
+      (isNodeRedisSentinel(client)
+        ? " node-redis' createSentinel() is not supported: use an ioredis client with { sentinels, name } for Sentinel."
+        : ''),
   );
 }
 
@@ -40,4 +43,10 @@ function isNodeRedisClient(client: RedisLockClient): client is NodeRedisLockClie
     typeof candidate.isOpen === 'boolean' &&
     typeof candidate.duplicate === 'function'
   );
+}
+
+/** node-redis' createSentinel(): sendCommand and isOpen like a client, but no duplicate() for a subscriber. */
+function isNodeRedisSentinel(client: RedisLockClient): boolean {
+  const candidate = client as { sendCommand?: unknown; isOpen?: unknown; getMasterNode?: unknown };
+  return typeof candidate.sendCommand === 'function' && typeof candidate.getMasterNode === 'function';
 }
