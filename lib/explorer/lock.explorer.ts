@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { LOGGER_CONTEXT } from '../distributed-lock.constants';
 import { LockModuleMissingError, ScheduledLockConfigError } from '../errors';
@@ -7,6 +7,7 @@ import { LockService } from '../lock.service';
 import { isScheduledJob } from '../schedule/job-timing';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
 import { bindLockedVersion, hasLockedVersion, lockableOf } from '../decorators/lockable-method';
+import { RunningCalls } from '../utils/running-calls';
 import { createLockedMethod } from './locked-method';
 
 /** Nest's InstanceWrapper, typed through the public DiscoveryService rather than a deep import. */
@@ -19,8 +20,10 @@ type InstanceWrapper = ReturnType<DiscoveryService['getProviders']>[number];
  * Controllers, WebSocket gateways' message handlers and GraphQL resolver methods are left to LockInterceptor.
  */
 @Injectable()
-export class LockExplorer implements OnModuleInit {
+export class LockExplorer implements OnModuleInit, BeforeApplicationShutdown {
   private readonly logger = new Logger(LOGGER_CONTEXT);
+  /** Calls of locked provider methods returning a Promise, until they settle. */
+  private readonly running = new RunningCalls();
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -35,6 +38,16 @@ export class LockExplorer implements OnModuleInit {
     for (const wrapper of controllers) this.checkController(wrapper);
     const controllerClasses = new Set(controllers.map((wrapper) => wrapper.metatype));
     for (const wrapper of this.discovery.getProviders()) this.explore(wrapper, controllerClasses);
+  }
+
+  /**
+   * Runs before every module's onApplicationShutdown, so before LockService closes and releases what it holds:
+   * locked provider methods running now (a queue worker's job, an event listener) finish with their lock, rather
+   * than have it released under them while another instance takes the key. Calls starting later are not waited for.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    const waited = await this.running.close();
+    if (waited > 0) this.logger.log(`Shutdown waited for ${waited} running @WithLock method call(s) to finish.`);
   }
 
   /**
@@ -172,6 +185,7 @@ export class LockExplorer implements OnModuleInit {
         original: found.original,
         where: `${ownerName}.${methodName}`,
         returnType: Reflect.getMetadata('design:returntype', owner, methodName),
+        running: this.running,
       });
       bindLockedVersion(instance, found.lockable, locked);
     }

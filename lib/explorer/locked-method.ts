@@ -4,6 +4,7 @@ import { lockedObservable, lockedPromise } from '../interceptors/locked-call';
 import { compileArgumentLookup } from '../key-template/argument-lookup';
 import { renderKeyTemplate } from '../key-template/render-key-template';
 import type { LockService } from '../lock.service';
+import type { RunningCalls } from '../utils/running-calls';
 import { MethodExecutionContext } from './method-execution-context';
 
 export interface LockedMethodTarget {
@@ -14,6 +15,8 @@ export interface LockedMethodTarget {
   where: string;
   /** `design:returntype` of the method, when TypeScript emitted it. */
   returnType: unknown;
+  /** Where a call returning a Promise is tracked until it settles, so that shutdown can wait for it. */
+  running: RunningCalls;
 }
 
 /**
@@ -43,19 +46,24 @@ export function createLockedMethod(
           () => defer(() => original.apply(this, args) as Observable<unknown>),
         );
       }
-    : async function (this: unknown, ...args: unknown[]): Promise<unknown> {
-        return lockedPromise(locks, keysFor(args), metadata.options, () => {
-          const result = original.apply(this, args);
-          if (isObservable(result)) {
-            throw new TypeError(
-              `${target.where} is locked with @WithLock and returned an Observable, but does not declare it. ` +
-                `Annotate its return type (: Observable<...>) so the lock is held until the Observable completes.`,
-            );
-          }
-          return result;
-        });
+    : function (this: unknown, ...args: unknown[]): Promise<unknown> {
+        return target.running.track(lockedCall(this, args));
       };
   return locked;
+
+  /** Async, so that what a key or the method throws at once rejects the call, as the method's own promise would. */
+  async function lockedCall(self: unknown, args: unknown[]): Promise<unknown> {
+    return lockedPromise(locks, keysFor(args), metadata.options, () => {
+      const result = original.apply(self, args);
+      if (isObservable(result)) {
+        throw new TypeError(
+          `${target.where} is locked with @WithLock and returned an Observable, but does not declare it. ` +
+            `Annotate its return type (: Observable<...>) so the lock is held until the Observable completes.`,
+        );
+      }
+      return result;
+    });
+  }
 }
 
 function compileKeys(

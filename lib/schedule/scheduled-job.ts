@@ -6,6 +6,7 @@ import { LockServiceClosedError } from '../errors';
 import { LEAVE_TO_EXPIRE, LockHandle } from '../lock-handle';
 import type { LockService } from '../lock.service';
 import { monotonicNow } from '../utils/clock';
+import type { RunningCalls } from '../utils/running-calls';
 import type { Firing, JobTiming } from './job-timing';
 import type { ScheduledLockMetadata } from './scheduled-lock-metadata';
 
@@ -24,34 +25,6 @@ export function registerScheduledJob(instance: object, methodName: string | symb
 
 const logger = new Logger(LOGGER_CONTEXT);
 
-/**
- * The firings running in one app. On shutdown they are awaited before LockService closes: closing would release
- * a running firing's lock under it, and let another instance run that firing again.
- */
-export class RunningFirings {
-  private readonly running = new Set<Promise<unknown>>();
-  private closing = false;
-
-  get isClosing(): boolean {
-    return this.closing;
-  }
-
-  track<T>(firing: Promise<T>): Promise<T> {
-    const forget = (): void => void this.running.delete(settled);
-    const settled: Promise<void> = firing.then(forget, forget);
-    this.running.add(settled);
-    return firing;
-  }
-
-  /** New firings are skipped from now on; resolves when the running ones have settled. */
-  async close(): Promise<number> {
-    this.closing = true;
-    const count = this.running.size;
-    await Promise.all([...this.running]);
-    return count;
-  }
-}
-
 /** Runs the firings of one `@ScheduledLock` method: each on the instance that gets its lock, skipped elsewhere. */
 export class ScheduledJob {
   constructor(
@@ -59,7 +32,7 @@ export class ScheduledJob {
     private readonly where: string,
     private readonly metadata: ScheduledLockMetadata,
     private readonly timing: JobTiming,
-    private readonly running: RunningFirings,
+    private readonly running: RunningCalls,
   ) {}
 
   /** Resolves undefined when another instance runs this firing. Rejects with what the job threw, or LockLostError. */

@@ -4,7 +4,8 @@ import { LOGGER_CONTEXT } from '../distributed-lock.constants';
 import { ScheduledLockConfigError } from '../errors';
 import { LockService } from '../lock.service';
 import { jobTimingOf } from './job-timing';
-import { registerScheduledJob, RunningFirings, ScheduledJob, scheduledJobOf } from './scheduled-job';
+import { RunningCalls } from '../utils/running-calls';
+import { registerScheduledJob, ScheduledJob, scheduledJobOf } from './scheduled-job';
 import { scheduledLockOf } from './scheduled-lock.decorator';
 
 /** Nest's InstanceWrapper, typed through the public DiscoveryService rather than a deep import. */
@@ -17,7 +18,7 @@ type InstanceWrapper = ReturnType<DiscoveryService['getProviders']>[number];
  */
 @Injectable()
 export class ScheduledLockExplorer implements OnModuleInit, BeforeApplicationShutdown {
-  private readonly running = new RunningFirings();
+  private readonly running = new RunningCalls();
   private readonly logger = new Logger(LOGGER_CONTEXT);
 
   constructor(

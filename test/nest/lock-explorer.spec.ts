@@ -420,6 +420,32 @@ describe('@WithLock where other code holds the method', () => {
   });
 });
 
+describe('@WithLock provider methods on shutdown', () => {
+  it('lets a running locked method finish with its lock before the module releases it (app.close)', async () => {
+    const gates = new Gates();
+    const backend = new MemoryLockBackend();
+    const moduleRef = await Test.createTestingModule({
+      imports: [DistributedLockModule.forRoot({ backend, defaults: { ttl: 5_000 } })],
+      providers: [ReportService, { provide: Gates, useValue: gates }],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    const observer = new LockService(backend);
+    const running = app.get(ReportService).generate('shutdown', 'shutdown');
+    await gates.entered('shutdown');
+    let closed = false;
+    const closing = app.close().then(() => (closed = true));
+    // The close has reached its wait: the module's other shutdown steps ran first (one macrotask is enough).
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(closed).toBe(false);
+    expect(await observer.isLocked('report:shutdown')).toBe(true);
+    gates.open('shutdown');
+    await expect(running).resolves.toBe('report shutdown');
+    await closing;
+    expect(closed).toBe(true);
+  });
+});
+
 async function waitUntil(check: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + 5_000;
   while (!(await check())) {
