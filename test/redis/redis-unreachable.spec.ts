@@ -159,6 +159,35 @@ describe('Redis server unreachable', () => {
     }
   });
 
+  it('ends a wait with a LockBackendError, not "busy", when the server stopped answering (SIGSTOP) before its deadline', async () => {
+    const server = await startRedis();
+    const holder = new LockService(new RedisLockBackend({ url: server.url }), { keyPrefix: NAMESPACE });
+    const waiter = new LockService(new RedisLockBackend({ url: server.url, recheckInterval: 500 }), {
+      keyPrefix: NAMESPACE,
+      operationTimeout: 30_000,
+    });
+    try {
+      await holder.acquire('frozen', { ttl: 30_000 });
+      const waiting = waiter.acquire('frozen', { waitTimeout: 4_000 }).catch((caught: unknown) => caught);
+      // The server answered the waiter's first try ("busy"); then it stops answering, with its connections open.
+      await eventually(
+        async () => ((await holder.inspect('frozen')).waiters?.length ?? 0) > 0,
+        'the waiter queued',
+        5_000,
+      );
+      server.pause();
+      const error = await waiting;
+      server.resume();
+      expect(error).toBeInstanceOf(LockBackendError);
+      expect((error as Error).message).toMatch(/no answer from the server/);
+    } finally {
+      server.resume();
+      await waiter.close();
+      await holder.close();
+      await server.stop();
+    }
+  });
+
   it('lets the process exit as soon as close() resolved: no disconnect timer of its own connections holds it', async () => {
     const worker = LineProcess.spawn(process.execPath, [
       '--require',

@@ -24,10 +24,14 @@ export interface InFlight {
   call?: Promise<unknown>;
   /**
    * The server already answered this acquire (the key was busy). A deadline that then passes while a later
-   * call is still in flight means "still busy, the server is just slow", not "unreachable".
+   * call is still in flight means "still busy, the server is just slow", not "unreachable", unless that call went
+   * unanswered for SILENT_SERVER_MS (a stopped or frozen server keeps its connection open and its status ready).
    */
   answered?: boolean;
 }
+
+/** A call in flight this long at a waiter's deadline means the server stopped answering, not that it is slow. */
+export const SILENT_SERVER_MS = 1_000;
 
 /**
 
@@ -75,7 +79,8 @@ export class RedisCommands {
       reply = signal
         ? await raceAbort(call, signal, () => {
             abortedFirst = true;
-            return inFlight?.answered ? signal.reason : this.noAnswerError(operation, signal);
+            const silent = performance.now() - startedAt >= SILENT_SERVER_MS;
+            return inFlight?.answered && !silent ? signal.reason : this.noAnswerError(operation, signal);
           })
         : await call;
     } catch (error) {
