@@ -125,8 +125,12 @@ export class LockExplorer implements OnModuleInit, BeforeApplicationShutdown {
       );
     }
     // Gateway message handlers and resolver methods are route handlers: their LockInterceptor locks them.
+    // A method is locked where its class or a base class declares it with @WithLock (an override without it runs
+    // unlocked, and locks when it calls the base method with super).
     const methodNames = allMethodNames.filter(
-      (name) => this.metadata.getWithLock(prototype[name]) && !this.metadata.isInterceptedHandler(prototype[name]),
+      (name) =>
+        lockableDeclarations(prototype, name).some((declared) => this.metadata.getWithLock(declared)) &&
+        !this.metadata.isInterceptedHandler(prototype[name]),
     );
     if (methodNames.length === 0) return;
     const job = methodNames.find((name) => isScheduledJob(prototype[name]));
@@ -168,12 +172,7 @@ export class LockExplorer implements OnModuleInit, BeforeApplicationShutdown {
     className: string,
     methodName: string,
   ): void {
-    for (
-      let owner: object | null = prototype;
-      owner && owner !== Object.prototype;
-      owner = Object.getPrototypeOf(owner) as object | null
-    ) {
-      const declared = Object.getOwnPropertyDescriptor(owner, methodName)?.value as unknown;
+    for (const { owner, declared } of declarationsOf(prototype, methodName)) {
       const found = lockableOf(declared);
       const metadata = found && this.metadata.getWithLock(declared);
       // The same object can be registered twice (useValue in two modules); lock it once.
@@ -190,4 +189,25 @@ export class LockExplorer implements OnModuleInit, BeforeApplicationShutdown {
       bindLockedVersion(instance, found.lockable, locked);
     }
   }
+}
+
+/** `methodName` as each class along the prototype chain declares it (its own property), most derived first. */
+function declarationsOf(prototype: object, methodName: string): { owner: object; declared: unknown }[] {
+  const found: { owner: object; declared: unknown }[] = [];
+  for (
+    let owner: object | null = prototype;
+    owner && owner !== Object.prototype;
+    owner = Object.getPrototypeOf(owner) as object | null
+  ) {
+    const descriptor = Object.getOwnPropertyDescriptor(owner, methodName);
+    if (descriptor && 'value' in descriptor) found.push({ owner, declared: descriptor.value as unknown });
+  }
+  return found;
+}
+
+/** The declarations of `methodName` along the chain that are `@WithLock` stand-ins. */
+function lockableDeclarations(prototype: object, methodName: string): unknown[] {
+  return declarationsOf(prototype, methodName)
+    .map(({ declared }) => declared)
+    .filter((declared) => lockableOf(declared) !== undefined);
 }

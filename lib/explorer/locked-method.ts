@@ -5,6 +5,8 @@ import { compileArgumentLookup } from '../key-template/argument-lookup';
 import { renderKeyTemplate } from '../key-template/render-key-template';
 import type { LockService } from '../lock.service';
 import type { RunningCalls } from '../utils/running-calls';
+import { currentLockScope } from '../context/lock-context';
+import { LockServiceClosedError } from '../errors';
 import { MethodExecutionContext } from './method-execution-context';
 
 export interface LockedMethodTarget {
@@ -53,7 +55,12 @@ export function createLockedMethod(
 
   /** Async, so that what a key or the method throws at once rejects the call, as the method's own promise would. */
   async function lockedCall(self: unknown, args: unknown[]): Promise<unknown> {
-    return lockedPromise(locks, keysFor(args), metadata.options, () => {
+    const keys = keysFor(args);
+    // Shutting down: the module waited for the calls running then, and releases every lock next, so a call that
+    // starts now would lose its lock while it runs. Refused instead (a queue's job fails and is retried elsewhere),
+    // unless it is made inside a running locked call, which was waited for.
+    if (target.running.isClosing && (currentLockScope()?.isEmpty ?? true)) throw new LockServiceClosedError(keys[0]);
+    return lockedPromise(locks, keys, metadata.options, () => {
       const result = original.apply(self, args);
       if (isObservable(result)) {
         throw new TypeError(

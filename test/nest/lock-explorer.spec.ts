@@ -16,7 +16,7 @@ import { firstValueFrom, isObservable, Observable, of, Subscriber, toArray } fro
 import { MemoryLockBackend } from '../../lib/backends/memory/memory-lock.backend';
 import { DistributedLockModule } from '../../lib/distributed-lock.module';
 import { WithLock } from '../../lib/decorators/with-lock.decorator';
-import { LockLostError } from '../../lib/errors';
+import { LockLostError, LockServiceClosedError } from '../../lib/errors';
 import { isLockedOn } from '../../lib/decorators/lockable-method';
 import { InvalidKeyTemplateError } from '../../lib/errors';
 import { UnresolvedPlaceholderError } from '../../lib/errors';
@@ -384,13 +384,22 @@ class DerivedStore extends BaseStore {
   }
 }
 
+@Injectable()
+class PlainOverrideStore extends BaseStore {
+  override async save(id: string): Promise<string[]> {
+    const outside = this.locks.current(`base:${id}`);
+    const inside = await super.save(id);
+    return outside ? ['held before super'] : inside;
+  }
+}
+
 describe('@WithLock where other code holds the method', () => {
   let app: INestApplication;
 
   beforeAll(async () => {
     const moduleRef = await Test.createTestingModule({
       imports: [EarlyCopierModule, DistributedLockModule.forRoot({ backend: new MemoryLockBackend(), isGlobal: true })],
-      providers: [OrderWorker, DerivedStore],
+      providers: [OrderWorker, DerivedStore, PlainOverrideStore],
     }).compile();
     app = moduleRef.createNestApplication();
     await app.init();
@@ -414,11 +423,29 @@ describe('@WithLock where other code holds the method', () => {
     await expect(app.get(DerivedStore).save('s1')).resolves.toEqual(['base:s1', 'derived:s1']);
   });
 
+  it('runs an override without @WithLock unlocked, and its super call takes the base method’s lock', async () => {
+    await expect(app.get(PlainOverrideStore).save('s2')).resolves.toEqual(['base:s2']);
+  });
+
   it('runs unlocked on an instance the module never saw (made with new)', async () => {
     const worker = new OrderWorker(app.get(LockService));
     await expect(worker.process('o-3')).resolves.toBeUndefined();
   });
 });
+
+@Injectable()
+class NestingJob {
+  constructor(
+    private readonly gates: Gates,
+    private readonly reports: ReportService,
+  ) {}
+
+  @WithLock('job:<<0>>')
+  async run(id: string): Promise<string> {
+    await this.gates.pass('nesting');
+    return this.reports.generate(id);
+  }
+}
 
 describe('@WithLock provider methods on shutdown', () => {
   it('lets a running locked method finish with its lock before the module releases it (app.close)', async () => {
@@ -443,6 +470,25 @@ describe('@WithLock provider methods on shutdown', () => {
     await expect(running).resolves.toBe('report shutdown');
     await closing;
     expect(closed).toBe(true);
+  });
+
+  it('refuses a locked method call that starts once shutdown began, but not one inside a running locked call', async () => {
+    const gates = new Gates();
+    const moduleRef = await Test.createTestingModule({
+      imports: [DistributedLockModule.forRoot({ backend: new MemoryLockBackend(), defaults: { ttl: 5_000 } })],
+      providers: [ReportService, NestingJob, { provide: Gates, useValue: gates }],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    const job = app.get(NestingJob).run('n1');
+    await gates.entered('nesting');
+    const closing = app.close();
+    await new Promise((resolve) => setImmediate(resolve));
+    await expect(app.get(ReportService).generate('late')).rejects.toBeInstanceOf(LockServiceClosedError);
+    // The running job goes on, and its nested locked call (another key) is granted.
+    gates.open('nesting');
+    await expect(job).resolves.toBe('report n1');
+    await closing;
   });
 });
 
