@@ -1,7 +1,7 @@
 import { BackendCalls, WaitHook } from './backend-calls';
 import type { AcquireRequest, HeldLock, LockBackend, LockGrant } from './backends/lock-backend.interface';
 import { currentLockScope } from './context/lock-context';
-import { LockTimeoutError } from './errors';
+import { LockBackendError, LockServiceClosedError, LockTimeoutError } from './errors';
 import { EventOrigin, LockEventHub } from './lock-event-hub';
 import { LockHandle } from './lock-handle';
 import { FOLLOW_LIFECYCLE } from './lock-notices';
@@ -124,6 +124,9 @@ export class LockGrants {
       (grant) => this.adopt(request, grant, resolved, started) ?? this.wait(request, resolved, started, onWait),
       (error: unknown) => {
         if (error instanceof LockTimeoutError) this.emitTimeout(request, resolved, started);
+        // The service's close() ended the wait (closing the backend aborts its waiters): a shutdown, not a server
+        // that could not be reached.
+        if (this.closing && error instanceof LockBackendError) throw new LockServiceClosedError(request.key);
         throw error;
       },
     );

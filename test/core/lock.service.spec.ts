@@ -12,7 +12,7 @@ import {
 } from '../../lib';
 import type { LockBackend, LockServiceOptions } from '../../lib';
 import { RecordingBackend } from '../support/recording-backend';
-import { outcome, since } from '../support/time';
+import { eventually, outcome, since } from '../support/time';
 import { FaultyBackend } from './faulty-backend';
 
 /**
@@ -234,6 +234,20 @@ describe('LockService over the memory backend', () => {
     } finally {
       await memory.close();
     }
+  });
+
+  it('close() ends a wait in progress with LockServiceClosedError, not a backend error', async () => {
+    const memory = new MemoryLockBackend();
+    const service = new LockService(memory);
+    await service.acquire('closing');
+    const waiting = service.acquire('closing', { waitTimeout: 30_000 }).catch((error: unknown) => error);
+    await eventually(
+      async () => ((await service.inspect('closing')).waiters?.length ?? 0) > 0,
+      'the waiter queued',
+      5_000,
+    );
+    await service.close();
+    expect(await waiting).toBeInstanceOf(LockServiceClosedError);
   });
 
   it('close() is idempotent, closes the backend once, and onApplicationShutdown closes too', async () => {
