@@ -28,12 +28,10 @@ const FIXTURES = {
   // The lowest versions the peer ranges allow, on the older Nest.
   'nest11-cjs': { nestMajor: 11, clients: ['ioredis@5.0.0', 'ioredis@6', 'redis@5.0.0'], full: 'ioredis@6' },
 };
-/** The app's Redis module for each client package (test/consumers/app/clients), or for a client version. */
-const CLIENT_MODULES = {
-  ioredis: 'ioredis.module.ts',
-  'ioredis@5.0.0': 'ioredis-default-export.module.ts',
-  redis: 'node-redis.module.ts',
-};
+/** The app's Redis module for each client package (test/consumers/app/clients). */
+const CLIENT_MODULES = { ioredis: 'ioredis.module.ts', redis: 'node-redis.module.ts' };
+/** ioredis before 5.2.5 exports the client class as the module's default only, not by the name `Redis`. */
+const DEFAULT_EXPORT_ONLY = new Set(['ioredis@5.0.0']);
 const OPTIONAL_PEERS = ['etcd3', 'node-zookeeper-client', '@nestjs/terminus', '@opentelemetry/api', '@nestjs/schedule'];
 const REPORTED = [
   'nest-distributed-lock',
@@ -193,9 +191,12 @@ async function testFixture(fixture, client, tarball, redisUrl, work) {
   cpSync(join(here, fixture), dir, { recursive: true });
   cpSync(join(here, 'app', 'src'), join(dir, 'src'), { recursive: true });
   cpSync(join(here, 'app', 'test'), join(dir, 'test'), { recursive: true });
-  cpSync(
-    join(here, 'app', 'clients', CLIENT_MODULES[client] ?? CLIENT_MODULES[clientPackage]),
+  const redisModule = readFileSync(join(here, 'app', 'clients', CLIENT_MODULES[clientPackage]), 'utf8');
+  writeFileSync(
     join(dir, 'src', 'redis.module.ts'),
+    DEFAULT_EXPORT_ONLY.has(client)
+      ? redisModule.replace("import { Redis } from 'ioredis';", "import Redis from 'ioredis';")
+      : redisModule,
   );
 
   // Phase 1: the library and one Redis client only, as a Redis-only user installs it.
