@@ -21,8 +21,8 @@ import { LeaderExplorer } from './leader-election/leader.explorer';
 import { ScheduledLockExplorer } from './schedule/scheduled-lock.explorer';
 
 /**
- * Provides LockService and the backend (token `LockBackend`, an abstract class, so a parameter of that type is injected), locks `@WithLock` provider methods and sets up
- * `@ScheduledLock` jobs.
+ * Provides LockService and the backend (token `LockBackend`, an abstract class, so a parameter of that type is
+ * injected), locks `@WithLock` provider methods and sets up `@ScheduledLock` jobs.
  * LockService releases every lock it still holds, then closes what the backend created, on application
  * shutdown (`app.close()`, or a signal with `app.enableShutdownHooks()`); a client you passed in stays open.
  */

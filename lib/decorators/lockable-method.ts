@@ -57,7 +57,7 @@ export function isLockedOn(instance: object, methodName: string): boolean {
   return found !== undefined && hasLockedVersion(instance, found.lockable);
 }
 
-/** Other decorators' metadata stays readable on the replacement. */
-export function copyMetadata(from: Function, to: Function): void {
+/** Other decorators' metadata stays readable on the stand-in. */
+function copyMetadata(from: Function, to: Function): void {
   for (const key of Reflect.getMetadataKeys(from)) Reflect.defineMetadata(key, Reflect.getMetadata(key, from), to);
 }

@@ -43,7 +43,8 @@ export class LockExplorer implements OnModuleInit, BeforeApplicationShutdown {
   /**
    * Runs before every module's onApplicationShutdown, so before LockService closes and releases what it holds:
    * locked provider methods running now (a queue worker's job, an event listener) finish with their lock, rather
-   * than have it released under them while another instance takes the key. Calls starting later are not waited for.
+   * than have it released under them while another instance takes the key. Calls starting later are refused
+   * (createLockedMethod), except inside a running locked call.
    */
   async beforeApplicationShutdown(): Promise<void> {
     const waited = await this.running.close();

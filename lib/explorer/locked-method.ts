@@ -22,10 +22,10 @@ export interface LockedMethodTarget {
 }
 
 /**
- * Builds the locked version of a `@WithLock` provider method, which its stand-in runs for the instance. Declared to return an Observable: returns a
- * cold Observable that takes the lock on subscribe and holds it until completion, error or unsubscribe.
- * Otherwise returns a Promise that holds the lock until the method's result settles, with exactly that
- * result or error. Placeholders are checked here, at startup.
+ * Builds the locked version of a `@WithLock` provider method, which its stand-in runs for the instance. Declared
+ * to return an Observable: returns a cold Observable that takes the lock on subscribe and holds it until
+ * completion, error or unsubscribe. Otherwise returns a Promise that holds the lock until the method's result
+ * settles, with exactly that result or error. Placeholders are checked here, at startup.
  */
 export function createLockedMethod(
   locks: LockService,

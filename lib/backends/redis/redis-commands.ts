@@ -31,7 +31,7 @@ export interface InFlight {
 }
 
 /** A call in flight this long at a waiter's deadline means the server stopped answering, not that it is slow. */
-export const SILENT_SERVER_MS = 1_000;
+const SILENT_SERVER_MS = 1_000;
 
 /**
 
