@@ -339,6 +339,25 @@ describe('ZooKeeperLockBackend queue', () => {
     await backend.release(held(holder, first));
   });
 
+  it('an abort during the first connection of a new client rejects once the node its queued create made is deleted', async () => {
+    const backend = newBackend();
+    const holder = lockRequest('first-connect');
+    const first = (await backend.tryAcquire(holder))!;
+    const path = lockPath('locks', 'first-connect');
+    const before = (await admin.stat(path))!.cversion;
+    // A backend never used connects at its first request: the create waits in the client's queue.
+    const fresh = newBackend();
+    const controller = new AbortController();
+    const waiting = fresh.acquire(lockRequest('first-connect'), controller.signal);
+    controller.abort(new Error('deadline'));
+    // Aborted before the server answered: a LockBackendError (the service hands the caller its own reason).
+    await expect(waiting).rejects.toBeInstanceOf(LockBackendError);
+    // Already both a create and a delete of a child, with no wait: a read right after the rejection sees no node.
+    expect((await admin.stat(path))!.cversion).toBe(before + 2);
+    expect(await admin.contenders('first-connect')).toEqual([nodeName(first)]);
+    await backend.release(held(holder, first));
+  });
+
   it('an abort while a request is outstanding rejects with LockBackendError; the node is cleaned up once the server is back', async () => {
     const backend = newBackend();
     const holder = lockRequest('outstanding');

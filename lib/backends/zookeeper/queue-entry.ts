@@ -13,6 +13,12 @@ type Listing = { readonly children: string[]; readonly stat: Stat };
 
 /** How long a failed or aborted acquire waits for its node's delete before it rejects. */
 const ABANDON_WAIT_MS = 2_000;
+/**
+ * How long it waits, first, for a client's first connection: the create sits in the client's queue until then,
+ * and the delete behind it. A reachable server answers in milliseconds; an unreachable one should not hold the
+ * caller's abort for long.
+ */
+const FIRST_CONNECT_WAIT_MS = 500;
 
 /**
  * Our node in a lock path's queue, from joining to leaving (for ZooKeeperAcquisition): creates it (and the lock
@@ -195,6 +201,9 @@ export class QueueEntry {
     const cleanup = cleanUp();
     this.ctx.track(cleanup);
     // The caller hears of the failure once our node is gone (bounded), so a read right after never sees it.
-    return settledWithin(cleanup, session.isConnected ? ABANDON_WAIT_MS : 0, true);
+    // After a lost connection it hears at once: the delete waits for the reconnect (or the session's expiry).
+    return session
+      .firstConnectWithin(FIRST_CONNECT_WAIT_MS)
+      .then((connected) => settledWithin(cleanup, connected ? ABANDON_WAIT_MS : 0, true));
   }
 }

@@ -122,6 +122,27 @@ export abstract class ZooKeeperConnection {
     return this.connected;
   }
 
+  /**
+   * True when connected now, or when the first connection of this client comes up within `ms`; false at once
+   * for a connection that was lost (it may be gone for long), or when the first one takes longer.
+   */
+  firstConnectWithin(ms: number): Promise<boolean> {
+    if (this.connected) return Promise.resolve(true);
+    if (this.everConnected || this.terminal || this.closing || ms <= 0) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const done = (connected: boolean) => {
+        clearTimeout(timer);
+        stop();
+        resolve(connected);
+      };
+      const timer = setTimeout(() => done(false), ms);
+      timer.unref();
+      const stop = this.onEvent((event) => {
+        if (event.type === 'connected') done(true);
+      });
+    });
+  }
+
   /** Why requests may go unanswered now (LockBackend.describeConnection); undefined while connected. */
   describeConnection(): string | undefined {
     if (this.connected) return undefined;
