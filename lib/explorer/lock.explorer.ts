@@ -43,12 +43,16 @@ export class LockExplorer implements OnModuleInit, BeforeApplicationShutdown {
   /**
    * Runs before every module's onApplicationShutdown, so before LockService closes and releases what it holds:
    * locked provider methods running now (a queue worker's job, an event listener) finish with their lock, rather
-   * than have it released under them while another instance takes the key. Calls starting later are refused
-   * (createLockedMethod), except inside a running locked call.
+   * than have it released under them while another instance takes the key. Calls still waiting for their lock,
+   * and calls starting later, are refused with LockServiceClosedError (createLockedMethod), except inside a
+   * running locked call.
    */
   async beforeApplicationShutdown(): Promise<void> {
-    const waited = await this.running.close();
-    if (waited > 0) this.logger.log(`Shutdown waited for ${waited} running @WithLock method call(s) to finish.`);
+    const { finished, refused } = await this.running.close();
+    if (finished > 0) this.logger.log(`Shutdown waited for ${finished} running @WithLock method call(s) to finish.`);
+    if (refused > 0) {
+      this.logger.log(`Shutdown refused ${refused} @WithLock method call(s) still waiting for their lock.`);
+    }
   }
 
   /**

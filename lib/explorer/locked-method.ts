@@ -59,8 +59,14 @@ export function createLockedMethod(
     // Shutting down: the module waited for the calls running then, and releases every lock next, so a call that
     // starts now would lose its lock while it runs. Refused instead (a queue's job fails and is retried elsewhere),
     // unless it is made inside a running locked call, which was waited for.
-    if (target.running.isClosing && (currentLockScope()?.isEmpty ?? true)) throw new LockServiceClosedError(keys[0]);
-    return lockedPromise(locks, keys, metadata.options, () => {
+    const topLevel = currentLockScope()?.isEmpty ?? true;
+    if (target.running.isClosing && topLevel) throw new LockServiceClosedError(keys[0]);
+    // A shutdown that comes while this call waits for its lock refuses it too. A nested call's wait is part of
+    // the running call around it, which the shutdown waits for.
+    const wait = topLevel ? target.running.waitSignal(() => new LockServiceClosedError(keys[0])) : undefined;
+    const options = wait ? { ...metadata.options, signal: wait.signal } : metadata.options;
+    return lockedPromise(locks, keys, options, () => {
+      wait?.waited();
       const result = original.apply(self, args);
       if (isObservable(result)) {
         throw new TypeError(
@@ -69,7 +75,7 @@ export function createLockedMethod(
         );
       }
       return result;
-    });
+    }).finally(() => wait?.waited());
   }
 }
 

@@ -36,7 +36,8 @@ export class ScheduledLockExplorer implements OnModuleInit, BeforeApplicationShu
    * their lock (and leave it for lockAtLeastFor), and firings from now on are skipped.
    */
   async beforeApplicationShutdown(): Promise<void> {
-    const waited = await this.running.close();
+    // Firings never wait for their lock (one instance takes it, the others skip): none is refused here.
+    const { finished: waited } = await this.running.close();
     if (waited > 0) this.logger.log(`Shutdown waited for ${waited} running @ScheduledLock job(s) to finish.`);
   }
 

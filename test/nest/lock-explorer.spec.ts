@@ -490,6 +490,31 @@ describe('@WithLock provider methods on shutdown', () => {
     await expect(job).resolves.toBe('report n1');
     await closing;
   });
+
+  it('refuses a call still waiting for its lock when shutdown begins, without waiting out its waitTimeout', async () => {
+    const gates = new Gates();
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        DistributedLockModule.forRoot({
+          backend: new MemoryLockBackend(),
+          defaults: { ttl: 5_000, waitTimeout: 60_000 },
+        }),
+      ],
+      providers: [ReportService, { provide: Gates, useValue: gates }],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    const reports = app.get(ReportService);
+    const running = reports.generate('busy', 'busy');
+    await gates.entered('busy');
+    const queued = reports.generate('busy');
+    const closing = app.close();
+    // Refused while the running call still holds the key: the shutdown does not wait for the queued one's turn.
+    await expect(queued).rejects.toBeInstanceOf(LockServiceClosedError);
+    gates.open('busy');
+    await expect(running).resolves.toBe('report busy');
+    await closing;
+  });
 });
 
 async function waitUntil(check: () => Promise<boolean>): Promise<void> {
