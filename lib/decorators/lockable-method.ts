@@ -17,9 +17,27 @@ type Method = (this: unknown, ...args: unknown[]) => unknown;
 /** Per instance: each stand-in's locked version. Keyed by the stand-in, so a `super` call runs its own. */
 const boundVersions = new WeakMap<object, Map<Function, Method>>();
 
+/**
+ * The running apps' explorers, each binding the locked versions of an instance of its app that it did not see at
+ * startup: a provider of a module loaded later with LazyModuleLoader, where Nest runs no lifecycle hook.
+ */
+const lateBinders = new Set<(instance: object) => void>();
+/** Instances the late binders looked at: each once (a controller, or one a unit test made, is never found). */
+const lookedAt = new WeakSet<object>();
+
+/** Registers an app's late binder (see lateBinders); returns the function that removes it. */
+export function addLateBinder(binder: (instance: object) => void): () => void {
+  lateBinders.add(binder);
+  return () => void lateBinders.delete(binder);
+}
+
 export function lockableMethod(original: Method): Method {
   const lockable = function (this: unknown, ...args: unknown[]): unknown {
-    const locked = typeof this === 'object' && this !== null ? boundVersions.get(this)?.get(lockable) : undefined;
+    let locked: Method | undefined;
+    if (typeof this === 'object' && this !== null) {
+      locked = boundVersions.get(this)?.get(lockable);
+      if (!locked && lateBinders.size > 0 && !lookedAt.has(this)) locked = bindLate(this, lockable);
+    }
     return (locked ?? original).apply(this, args);
   };
   // Frameworks read both: the name in messages, the length to decide what to pass (bullmq's cancellation signal).
@@ -29,6 +47,18 @@ export function lockableMethod(original: Method): Method {
   Reflect.defineMetadata(LOCKABLE_METADATA, lockable, lockable);
   Object.defineProperty(lockable, ORIGINAL, { value: original });
   return lockable;
+}
+
+/** Asks the late binders about `instance`, once; what they refuse with (a misconfiguration) fails every call. */
+function bindLate(instance: object, lockable: Function): Method | undefined {
+  lookedAt.add(instance);
+  try {
+    for (const bind of lateBinders) bind(instance);
+  } catch (error) {
+    lookedAt.delete(instance);
+    throw error;
+  }
+  return boundVersions.get(instance)?.get(lockable);
 }
 
 /** The stand-in `method` is, or wraps (under a decorator that copied its metadata); undefined if none. */

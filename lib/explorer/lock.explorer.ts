@@ -1,4 +1,4 @@
-import { BeforeApplicationShutdown, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { LOGGER_CONTEXT } from '../distributed-lock.constants';
 import { LockModuleMissingError, ScheduledLockConfigError } from '../errors';
@@ -6,7 +6,7 @@ import { LockInterceptor } from '../interceptors/lock.interceptor';
 import { LockService } from '../lock.service';
 import { isScheduledJob } from '../schedule/job-timing';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
-import { bindLockedVersion, hasLockedVersion, lockableOf } from '../decorators/lockable-method';
+import { addLateBinder, bindLockedVersion, hasLockedVersion, lockableOf } from '../decorators/lockable-method';
 import { RunningCalls } from '../utils/running-calls';
 import { createLockedMethod } from './locked-method';
 
@@ -20,10 +20,11 @@ type InstanceWrapper = ReturnType<DiscoveryService['getProviders']>[number];
  * Controllers, WebSocket gateways' message handlers and GraphQL resolver methods are left to LockInterceptor.
  */
 @Injectable()
-export class LockExplorer implements OnModuleInit, BeforeApplicationShutdown {
+export class LockExplorer implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger(LOGGER_CONTEXT);
   /** Calls of locked provider methods returning a Promise, until they settle. */
   private readonly running = new RunningCalls();
+  private stopLateBinding?: () => void;
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -38,6 +39,31 @@ export class LockExplorer implements OnModuleInit, BeforeApplicationShutdown {
     for (const wrapper of controllers) this.checkController(wrapper);
     const controllerClasses = new Set(controllers.map((wrapper) => wrapper.metatype));
     for (const wrapper of this.discovery.getProviders()) this.explore(wrapper, controllerClasses);
+    this.stopLateBinding = addLateBinder((instance) => this.bindLate(instance));
+  }
+
+  /**
+   * A stand-in ran on an instance with no locked version: if it is a provider of this app (a lazily loaded
+   * module's, created after startup), bind its locked versions now, as at startup.
+   */
+  private bindLate(instance: object): void {
+    const wrapper = this.discovery
+      .getProviders()
+      .find(
+        (candidate) =>
+          !candidate.isAlias &&
+          (candidate.instance === instance ||
+            (candidate.isTransient &&
+              candidate.getStaticTransientInstances().some((perContext) => perContext?.instance === instance))),
+      );
+    if (!wrapper) return;
+    const controllerClasses = new Set(this.discovery.getControllers().map((controller) => controller.metatype));
+    this.explore(wrapper, controllerClasses);
+  }
+
+  /** The app is gone: its instances are not looked up any more (and the app is not kept in memory). */
+  onApplicationShutdown(): void {
+    this.stopLateBinding?.();
   }
 
   /**

@@ -10,7 +10,7 @@ import {
   Scope,
   SetMetadata,
 } from '@nestjs/common';
-import { DiscoveryModule, DiscoveryService } from '@nestjs/core';
+import { DiscoveryModule, DiscoveryService, LazyModuleLoader } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { firstValueFrom, isObservable, Observable, of, Subscriber, toArray } from 'rxjs';
 import { MemoryLockBackend } from '../../lib/backends/memory/memory-lock.backend';
@@ -535,3 +535,46 @@ function controllable<T>(): { source: Observable<T>; subscribed: Promise<Subscri
   });
   return { source, subscribed: subscribed.promise, unsubscribed: unsubscribed.promise };
 }
+
+@Injectable()
+class LazyReports {
+  constructor(private readonly locks: LockService) {}
+
+  @WithLock('lazy:<<0>>')
+  async generate(_id: string): Promise<string | undefined> {
+    return this.locks.current()?.key;
+  }
+}
+
+@Injectable({ scope: Scope.TRANSIENT })
+class LazyTransientReports extends LazyReports {}
+
+@Injectable()
+class LazyReportsUser {
+  constructor(readonly reports: LazyTransientReports) {}
+}
+
+@Module({ providers: [LazyReports, LazyTransientReports, LazyReportsUser] })
+class LazyReportsModule {}
+
+describe('@WithLock provider methods of a lazily loaded module', () => {
+  it('are locked once the module is loaded, though Nest runs no lifecycle hook there', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [DistributedLockModule.forRoot({ backend: new MemoryLockBackend(), isGlobal: true })],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    try {
+      const lazy = await app.get(LazyModuleLoader).load(() => LazyReportsModule);
+      const reports = lazy.get(LazyReports);
+      await expect(reports.generate('7')).resolves.toBe('lazy:7');
+      expect(isLockedOn(reports, 'generate')).toBe(true);
+      // A transient provider's instance, one per consumer.
+      await expect(lazy.get(LazyReportsUser).reports.generate('9')).resolves.toBe('lazy:9');
+      // An instance made outside Nest is still called as written.
+      await expect(new LazyReports(app.get(LockService)).generate('8')).resolves.toBeUndefined();
+    } finally {
+      await app.close();
+    }
+  });
+});
