@@ -23,7 +23,7 @@ describe('option names', () => {
     [
       'ZooKeeperLockBackend',
       () => new ZooKeeperLockBackend({ connectionString: '127.0.0.1:1', sessiontimeout: 5_000 } as never),
-      'Unknown option "sessiontimeout" in ZooKeeperLockBackend options. Known options: client, connectionString, sessionTimeout, spinDelay, authInfo, acl.',
+      'Unknown option "sessiontimeout" in ZooKeeperLockBackend options. Known options: client, connectionString, sessionTimeout, spinDelay, authInfo, acl, reapInterval.',
     ],
     [
       '@OnLeader',
@@ -91,6 +91,11 @@ describe('backend option values', () => {
       'ZooKeeper spinDelay as text',
       () => new ZooKeeperLockBackend({ connectionString: '127.0.0.1:1', spinDelay: 'x' as never }),
       /Invalid spinDelay "x"/,
+    ],
+    [
+      'ZooKeeper reapInterval fractional',
+      () => new ZooKeeperLockBackend({ connectionString: '127.0.0.1:1', reapInterval: 0.5 }),
+      /Invalid reapInterval 0.5: use a whole number of milliseconds >= 0 \(0 turns reaping off\)/,
     ],
   ])('%s is refused with a TypeError naming it', (_name, create, message) => {
     expect(create).toThrow(TypeError);

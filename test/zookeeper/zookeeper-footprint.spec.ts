@@ -4,7 +4,10 @@ import { encodePathSegment, namespacePath } from '../../lib/backends/zookeeper/z
 import { startZooKeeper, TestZooKeeperServer } from '../support/zookeeper-server';
 import { FaultProxy } from './fault-proxy';
 import { AdminClient, eventually } from './zookeeper-spec-helpers';
+import { LineProcess } from '../support/line-process';
+import { join } from 'node:path';
 
+const ROOT = join(__dirname, '..', '..');
 const NAMES = 1_000;
 const SEMAPHORE_NAMES = 200;
 
@@ -86,6 +89,54 @@ describe('ZooKeeper: footprint of many names taken once', () => {
     } finally {
       await locks.close();
       await proxy.close();
+    }
+  }, 90_000);
+
+  it('the lock and semaphore paths a killed process left are reaped by another instance, which keeps the path it holds', async () => {
+    const sessionTimeout = 2_000;
+    const namespace = 'footprint-dead';
+    const holders = [['order:dead'], ['export:dead', '2']].map(([key, permits]) =>
+      LineProcess.spawn(process.execPath, [
+        '--require',
+        join(ROOT, 'test', 'support', 'ts-register.js'),
+        join(__dirname, 'fixtures', 'hold-lock.ts'),
+        server.connectionString,
+        namespace,
+        key,
+        String(sessionTimeout),
+        '10000',
+        ...(permits ? [permits] : []),
+      ]),
+    );
+    const locks = new LockService(
+      new ZooKeeperLockBackend({
+        connectionString: server.connectionString,
+        sessionTimeout: 10_000,
+        reapInterval: 1_000,
+      }),
+      { keyPrefix: namespace },
+    );
+    try {
+      await Promise.all(holders.map((holder) => holder.nextLine('HELD', 30_000)));
+      await Promise.all(holders.map((holder) => holder.kill('SIGKILL')));
+      const kept = await locks.acquire('order:kept', { ttl: 10_000 });
+      const root = namespacePath(namespace);
+      // The dead sessions expire, and their nodes go with them; their paths stay until someone deletes them.
+      await eventually(
+        async () => (await admin.contenders('order:dead', namespace)).length === 0,
+        'the server deleting the killed holder’s node',
+        20_000,
+      );
+      await eventually(
+        async () => JSON.stringify(await admin.children(root)) === JSON.stringify([encodePathSegment('order:kept')]),
+        'every path but the held one reaped',
+        30_000,
+      );
+      expect(kept.signal.aborted).toBe(false);
+      await kept.release();
+    } finally {
+      await Promise.all(holders.map((holder) => holder.kill('SIGKILL')));
+      await locks.close();
     }
   }, 90_000);
 

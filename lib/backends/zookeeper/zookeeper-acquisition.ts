@@ -37,6 +37,7 @@ export class ZooKeeperAcquisition {
     private readonly recipe?: ContenderRecipe,
   ) {
     this.parent = recipe?.parent ?? lockPath(request.namespace, request.key);
+    ctx.useNamespace(request.namespace);
     const prefix = recipe
       ? `${protectedPrefix(request.token)}${recipe.marker}`
       : contenderPrefix(request.token, request.mode);

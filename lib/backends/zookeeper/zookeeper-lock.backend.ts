@@ -6,7 +6,7 @@ import { LockBackendError } from '../../errors';
 import { BackendLifecycle } from '../shared/backend-lifecycle';
 import { monotonicNow } from '../../utils/clock';
 import { localAddressData } from './local-address';
-import { LockPathSweeper } from './lock-path-sweeper';
+import { DEFAULT_REAP_INTERVAL_MS, LockPathSweeper } from './lock-path-sweeper';
 import { OwnNodeWatches } from './own-node-watches';
 import { ZooKeeperAcquisition } from './zookeeper-acquisition';
 import type { AcquisitionContext } from './zookeeper-queue';
@@ -30,6 +30,8 @@ export type ZooKeeperLockBackendOptions =
       readonly client: ZooKeeperClient;
       /** ACL of every node the backend creates (lock paths, contender nodes, elections); default: open to all. */
       readonly acl?: readonly ZooKeeperAcl[];
+      /** See the other form's `reapInterval`. */
+      readonly reapInterval?: number;
     }
   | {
       readonly client?: undefined;
@@ -46,6 +48,11 @@ export type ZooKeeperLockBackendOptions =
       readonly authInfo?: readonly ZooKeeperAuthInfo[];
       /** ACL of every node the backend creates (lock paths, contender nodes, elections); default: open to all. */
       readonly acl?: readonly ZooKeeperAcl[];
+      /**
+       * How often, in ms, the namespaces this backend locks in are listed and their empty lock paths deleted,
+       * whoever left them (a process that died leaves its paths behind). Default 300 000 (jittered); 0 turns it off.
+       */
+      readonly reapInterval?: number;
     };
 
 const DEFAULT_SESSION_TIMEOUT_MS = 30_000;
@@ -57,6 +64,7 @@ const ZOOKEEPER_OPTIONS = optionNames<ZooKeeperLockBackendOptions>({
   spinDelay: true,
   authInfo: true,
   acl: true,
+  reapInterval: true,
 });
 
 /** How long close() waits for abandoned waiters' nodes to be deleted while the server is reachable. */
@@ -93,16 +101,18 @@ export class ZooKeeperLockBackend implements LockBackend {
 
   constructor(options: ZooKeeperLockBackendOptions) {
     checkOptionNames(options, ZOOKEEPER_OPTIONS, 'ZooKeeperLockBackend options', "{ connectionString: 'host:2181' }");
+    const reapInterval = reapIntervalOf(options?.reapInterval);
     this.session = new ZooKeeperSession(sessionSource(options));
     this.address = this.session.address;
     this.lifecycle = new BackendLifecycle(this.kind, this.address);
     this.ownNodes = new OwnNodeWatches(this.session, (work) => this.lifecycle.track(work));
-    this.sweeper = new LockPathSweeper(this.session, (work) => this.lifecycle.track(work));
+    this.sweeper = new LockPathSweeper(this.session, (work) => this.lifecycle.track(work), reapInterval);
     this.context = {
       session: this.session,
       ownNodes: this.ownNodes,
       nodeData: localAddressData(),
       track: (work) => this.lifecycle.track(work),
+      useNamespace: (namespace) => this.sweeper.use(namespace),
     };
     this.stopSessionEvents = this.session.onEvent((event) => {
       if (event.type !== 'expired') return;
@@ -264,6 +274,7 @@ export class ZooKeeperLockBackend implements LockBackend {
   private async shutDown(): Promise<void> {
     await this.lifecycle.endAcquires(this.lifecycle.closedError('acquire'), CLOSE_GRACE_MS);
     // Clean-up requests only make progress while connected; otherwise the session close fails them.
+    this.sweeper.stop();
     this.lifecycle.track(this.sweeper.sweep());
     await this.lifecycle.drain(this.session.isConnected ? CLOSE_GRACE_MS : 0);
     this.stopSessionEvents();
@@ -278,6 +289,16 @@ export class ZooKeeperLockBackend implements LockBackend {
       `the connection to ZooKeeper dropped; the lock is kept if the client reconnects within the session timeout (${this.session.sessionTimeout} ms)`,
     );
   }
+}
+
+function reapIntervalOf(reapInterval: unknown): number {
+  if (reapInterval === undefined) return DEFAULT_REAP_INTERVAL_MS;
+  if (typeof reapInterval !== 'number' || !Number.isInteger(reapInterval) || reapInterval < 0) {
+    throw new TypeError(
+      `Invalid reapInterval ${JSON.stringify(reapInterval)}: use a whole number of milliseconds >= 0 (0 turns reaping off).`,
+    );
+  }
+  return reapInterval;
 }
 
 function sessionSource(options: ZooKeeperLockBackendOptions) {

@@ -19,6 +19,8 @@ export interface AcquisitionContext {
   readonly nodeData: Buffer;
   /** Registers clean-up work with the backend, so close() can wait for it. */
   track(work: Promise<unknown>): void;
+  /** A namespace we lock in: its empty lock paths are reaped from now on (LockPathSweeper.reap). */
+  useNamespace(namespace: string): void;
 }
 
 /**
