@@ -20,6 +20,7 @@ import { RecordingBackend } from '../support/recording-backend';
 import { eventually } from '../support/time';
 import { CaptureLogger } from './support/capture-logger';
 import { Gates } from './support/gates';
+import { createHttpApp, HTTP_PLATFORMS, nodeResponse } from './support/http-adapters';
 
 /** Tells the test when a request's client left (x-gate), and waits for the test first when asked to (x-slow). */
 @Injectable()
@@ -31,7 +32,7 @@ class SlowGuard implements CanActivate {
     const headers = http.getRequest<{ headers: Record<string, string | undefined> }>().headers;
     const gate = headers['x-gate'];
     if (gate) {
-      http.getResponse<{ once(event: string, listener: () => void): void }>().once('close', () => {
+      nodeResponse(http.getResponse()).once('close', () => {
         void this.gates.pass(`left:${gate}`);
       });
       if (headers['x-slow']) await this.gates.pass(`guard:${gate}`);
@@ -53,7 +54,7 @@ class SlotsController {
   }
 }
 
-describe('LockInterceptor and clients that leave', () => {
+describe.each(HTTP_PLATFORMS)('LockInterceptor and clients that leave (%s)', (platform) => {
   let app: INestApplication;
   let base: string;
   let gates: Gates;
@@ -71,7 +72,7 @@ describe('LockInterceptor and clients that leave', () => {
       providers: [SlowGuard, { provide: Gates, useValue: gates }],
     }).compile();
     logger = new CaptureLogger();
-    app = moduleRef.createNestApplication({ logger });
+    app = createHttpApp(moduleRef, platform, { logger });
     await app.listen(0, '127.0.0.1');
     base = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
     locks = app.get(LockService);

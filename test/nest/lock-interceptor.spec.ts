@@ -6,6 +6,7 @@ import {
   Controller,
   ExceptionFilter,
   HttpException,
+  HttpServer,
   Get,
   Injectable,
   INestApplication,
@@ -21,6 +22,7 @@ import { get } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { finalize, firstValueFrom, interval, map, Observable, of, take } from 'rxjs';
 import request from 'supertest';
+import { createHttpApp, HTTP_PLATFORMS, ready } from './support/http-adapters';
 import type { AcquireRequest, LockGrant } from '../../lib/backends/lock-backend.interface';
 import { MemoryLockBackend } from '../../lib/backends/memory/memory-lock.backend';
 import { DistributedLockModule } from '../../lib/distributed-lock.module';
@@ -180,7 +182,7 @@ class DocsController {
   }
 }
 
-describe('LockInterceptor over HTTP (memory backend)', () => {
+describe.each(HTTP_PLATFORMS)('LockInterceptor over HTTP (memory backend, %s)', (platform) => {
   let app: INestApplication;
   let base: string;
   let gates: Gates;
@@ -195,7 +197,7 @@ describe('LockInterceptor over HTTP (memory backend)', () => {
       controllers: [FilesController, AccountsController, DocsController],
       providers: [DocumentService, { provide: Gates, useValue: gates }],
     }).compile();
-    app = moduleRef.createNestApplication({ logger: false });
+    app = createHttpApp(moduleRef, platform, { logger: false });
     await app.listen(0, '127.0.0.1');
     base = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
     locks = app.get(LockService);
@@ -236,14 +238,12 @@ describe('LockInterceptor over HTTP (memory backend)', () => {
     const seen: unknown[] = [];
     @Catch()
     class LockErrorsFilter implements ExceptionFilter {
+      constructor(private readonly http: HttpServer) {}
+
       catch(exception: unknown, host: ArgumentsHost): void {
         seen.push(exception);
         const body = describeLockError(exception);
-        host
-          .switchToHttp()
-          .getResponse<{ status(code: number): { json(body: unknown): void } }>()
-          .status(body ? 499 : 500)
-          .json({ mine: true, ...body });
+        this.http.reply(host.switchToHttp().getResponse(), { mine: true, ...body }, body ? 499 : 500);
       }
     }
     const moduleRef = await Test.createTestingModule({
@@ -251,9 +251,10 @@ describe('LockInterceptor over HTTP (memory backend)', () => {
       controllers: [FilesController],
       providers: [DocumentService, { provide: Gates, useValue: gates }],
     }).compile();
-    const filtered = moduleRef.createNestApplication({ logger: false });
-    filtered.useGlobalFilters(new LockErrorsFilter());
+    const filtered = createHttpApp(moduleRef, platform, { logger: false });
+    filtered.useGlobalFilters(new LockErrorsFilter(filtered.getHttpAdapter()));
     await filtered.init();
+    await ready(filtered);
     let second: request.Response;
     try {
       const first = request(filtered.getHttpServer())

@@ -2,6 +2,7 @@ import { Controller, Get, INestApplication, Param, Put } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { DistributedLockModule, LockService, MemoryLockBackend, WithLock } from '../../lib';
+import { createHttpApp, HTTP_PLATFORMS } from './support/http-adapters';
 
 /** Routes whose handlers wait on a gate, so the test decides when each one finishes. */
 const gates = new Map<string, () => void>();
@@ -40,7 +41,7 @@ class DocsController {
   }
 }
 
-describe('@WithLock with read locks and semaphores', () => {
+describe.each(HTTP_PLATFORMS)('@WithLock with read locks and semaphores (%s)', (platform) => {
   let app: INestApplication;
 
   beforeAll(async () => {
@@ -48,7 +49,7 @@ describe('@WithLock with read locks and semaphores', () => {
       imports: [DistributedLockModule.forRoot({ backend: new MemoryLockBackend(), logging: false })],
       controllers: [DocsController],
     }).compile();
-    app = moduleRef.createNestApplication();
+    app = createHttpApp(moduleRef, platform);
     await app.listen(0, '127.0.0.1');
   });
 
