@@ -3,14 +3,19 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { AppModule } from '../src/app.module.js';
 
-// Two instances of the app on one redis-server (REDIS_URL), as two replicas of a service would run.
+// Two instances of the app on one redis-server (REDIS_URL), as two replicas of a service would run: the first on
+// Express, the second on Fastify (the 409 and Retry-After checks below go to the second).
 let instances: INestApplication[] = [];
 let urls: string[] = [];
 
-async function startInstance(): Promise<INestApplication> {
-  const app = await NestFactory.create(AppModule, { logger: ['error'] });
+async function startInstance(platform: 'express' | 'fastify'): Promise<INestApplication> {
+  const app =
+    platform === 'fastify'
+      ? await NestFactory.create(AppModule, new FastifyAdapter(), { logger: ['error'] })
+      : await NestFactory.create(AppModule, { logger: ['error'] });
   await app.listen(0, '127.0.0.1');
   return app;
 }
@@ -30,7 +35,7 @@ const put = (base: string, id: string, delayMs: number) =>
 describe('nest-distributed-lock installed from its tarball', () => {
   before(async () => {
     assert.ok(process.env.REDIS_URL, 'REDIS_URL must point at a test redis-server');
-    instances = [await startInstance(), await startInstance()];
+    instances = [await startInstance('express'), await startInstance('fastify')];
     urls = await Promise.all(instances.map(async (app) => (await app.getUrl()).replace('[::1]', '127.0.0.1')));
   });
 
