@@ -1,4 +1,5 @@
 import { LockError } from './lock-error';
+import { installCommand } from '../utils/install-command';
 
 /**
  * An optional peer dependency is not installed, and the app asked for something that needs it: a backend
@@ -15,7 +16,7 @@ export class MissingPackageError extends LockError {
     options?: { cause?: unknown },
   ) {
     super(
-      `${feature} needs the "${packageName}" package, which is not installed. Run: npm install ${packageName}`,
+      `${feature} needs the "${packageName}" package, which is not installed. Run: ${installCommand(packageName)}`,
       options,
     );
   }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LockError, MissingPackageError } from '../../lib';
 import { loadOptionalPackage } from '../../lib/utils/optional-package';
+import { installCommand } from '../../lib/utils/install-command';
 
 describe('loadOptionalPackage', () => {
   it('returns the package when it is installed', () => {
@@ -61,4 +62,45 @@ describe('loadOptionalPackage', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+});
+
+describe('the install command a MissingPackageError gives', () => {
+  const app = (lockFile: string) => {
+    const dir = mkdtempSync(join(tmpdir(), 'ndl-pm-'));
+    writeFileSync(join(dir, lockFile), '');
+    const nested = join(dir, 'apps', 'api');
+    mkdirSync(nested, { recursive: true });
+    return { dir, nested };
+  };
+
+  it.each([
+    ['pnpm/9.12.0 npm/? node/v20.19.0 linux x64', 'pnpm add ioredis'],
+    ['yarn/4.5.0 npm/? node/v20.19.0 linux x64', 'yarn add ioredis'],
+    ['bun/1.2.0 npm/? node/v20.19.0 linux x64', 'bun add ioredis'],
+    ['npm/11.0.0 node/v20.19.0 linux x64 workspaces/false', 'npm install ioredis'],
+  ])('is the one of the package manager running the app (%s)', (agent, command) => {
+    const { dir } = app('package-lock.json');
+    try {
+      expect(installCommand('ioredis', { npm_config_user_agent: agent }, dir)).toBe(command);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.each([
+    ['pnpm-lock.yaml', 'pnpm add etcd3'],
+    ['yarn.lock', 'yarn add etcd3'],
+    ['bun.lock', 'bun add etcd3'],
+    ['package-lock.json', 'npm install etcd3'],
+  ])(
+    'is found from the nearest lock file above the working directory (%s) when no script runs the app',
+    (lockFile, command) => {
+      const { dir, nested } = app(lockFile);
+      try {
+        expect(installCommand('etcd3', {}, nested)).toBe(command);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });
