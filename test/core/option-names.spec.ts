@@ -95,7 +95,17 @@ describe('backend option values', () => {
     [
       'ZooKeeper reapInterval fractional',
       () => new ZooKeeperLockBackend({ connectionString: '127.0.0.1:1', reapInterval: 0.5 }),
-      /Invalid reapInterval 0.5: use a whole number of milliseconds >= 0 \(0 turns reaping off\)/,
+      /Invalid reapInterval 0.5: use a whole number of milliseconds from 0 \(reaping off\) to 86400000 \(a day\)/,
+    ],
+    [
+      'ZooKeeper reapInterval past a timer',
+      () => new ZooKeeperLockBackend({ connectionString: '127.0.0.1:1', reapInterval: 3e9 }),
+      /Invalid reapInterval 3000000000: use a whole number of milliseconds from 0/,
+    ],
+    [
+      'ZooKeeper reapInterval NaN',
+      () => new ZooKeeperLockBackend({ connectionString: '127.0.0.1:1', reapInterval: NaN }),
+      /Invalid reapInterval NaN/,
     ],
   ])('%s is refused with a TypeError naming it', (_name, create, message) => {
     expect(create).toThrow(TypeError);

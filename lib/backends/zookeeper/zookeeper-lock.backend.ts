@@ -6,7 +6,7 @@ import { LockBackendError } from '../../errors';
 import { BackendLifecycle } from '../shared/backend-lifecycle';
 import { monotonicNow } from '../../utils/clock';
 import { localAddressData } from './local-address';
-import { DEFAULT_REAP_INTERVAL_MS, LockPathSweeper } from './lock-path-sweeper';
+import { DEFAULT_REAP_INTERVAL_MS, LockPathSweeper, MAX_REAP_INTERVAL_MS } from './lock-path-sweeper';
 import { OwnNodeWatches } from './own-node-watches';
 import { ZooKeeperAcquisition } from './zookeeper-acquisition';
 import type { AcquisitionContext } from './zookeeper-queue';
@@ -192,7 +192,7 @@ export class ZooKeeperLockBackend implements LockBackend {
       if (isSessionExpired(error)) return false;
       throw toZooKeeperBackendError(this.address, 'release', error);
     } finally {
-      this.sweeper.addParentsOf(state.nodePath);
+      this.sweeper.addParentsOf(state.nodePath, lock.fencingToken);
     }
   }
 
@@ -293,9 +293,15 @@ export class ZooKeeperLockBackend implements LockBackend {
 
 function reapIntervalOf(reapInterval: unknown): number {
   if (reapInterval === undefined) return DEFAULT_REAP_INTERVAL_MS;
-  if (typeof reapInterval !== 'number' || !Number.isInteger(reapInterval) || reapInterval < 0) {
+  if (
+    typeof reapInterval !== 'number' ||
+    !Number.isInteger(reapInterval) ||
+    reapInterval < 0 ||
+    reapInterval > MAX_REAP_INTERVAL_MS
+  ) {
+    const shown = typeof reapInterval === 'number' ? String(reapInterval) : JSON.stringify(reapInterval);
     throw new TypeError(
-      `Invalid reapInterval ${JSON.stringify(reapInterval)}: use a whole number of milliseconds >= 0 (0 turns reaping off).`,
+      `Invalid reapInterval ${shown}: use a whole number of milliseconds from 0 (reaping off) to ${MAX_REAP_INTERVAL_MS} (a day).`,
     );
   }
   return reapInterval;

@@ -23,10 +23,10 @@ export class ZooKeeperSession extends ZooKeeperConnection {
     }
   }
 
-  /** Deletes any version of the node; resolves false when it did not exist. */
-  async remove(path: string): Promise<boolean> {
+  /** Deletes the node (at `version` of its data, or any); resolves false when it did not exist. */
+  async remove(path: string, version = -1): Promise<boolean> {
     try {
-      await this.call<void>((client, done) => client.remove(path, -1, done));
+      await this.call<void>((client, done) => client.remove(path, version, done));
       return true;
     } catch (error) {
       if (isZkError(error, ZK_ERROR.NO_NODE)) return false;
