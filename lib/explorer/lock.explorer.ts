@@ -25,6 +25,8 @@ export class LockExplorer implements OnModuleInit, BeforeApplicationShutdown, On
   /** Calls of locked provider methods returning a Promise, until they settle. */
   private readonly running = new RunningCalls();
   private stopLateBinding?: () => void;
+  /** Request-scoped providers already warned about. */
+  private readonly warnedScoped = new WeakSet<InstanceWrapper>();
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -44,7 +46,8 @@ export class LockExplorer implements OnModuleInit, BeforeApplicationShutdown, On
 
   /**
    * A stand-in ran on an instance with no locked version: if it is a provider of this app (a lazily loaded
-   * module's, created after startup), bind its locked versions now, as at startup.
+   * module's, created after startup), or an instance of a transient provider's class (`moduleRef.resolve()` makes
+   * one per call, kept where it cannot be listed), bind its locked versions now, as at startup.
    */
   private bindLate(instance: object): void {
     const wrapper = this.discovery
@@ -52,13 +55,11 @@ export class LockExplorer implements OnModuleInit, BeforeApplicationShutdown, On
       .find(
         (candidate) =>
           !candidate.isAlias &&
-          (candidate.instance === instance ||
-            (candidate.isTransient &&
-              candidate.getStaticTransientInstances().some((perContext) => perContext?.instance === instance))),
+          (candidate.instance === instance || (candidate.isTransient && candidate.metatype === instance.constructor)),
       );
     if (!wrapper) return;
     const controllerClasses = new Set(this.discovery.getControllers().map((controller) => controller.metatype));
-    this.explore(wrapper, controllerClasses);
+    this.explore(wrapper, controllerClasses, instance);
   }
 
   /** The app is gone: its instances are not looked up any more (and the app is not kept in memory). */
@@ -131,8 +132,9 @@ export class LockExplorer implements OnModuleInit, BeforeApplicationShutdown, On
     throw new LockModuleMissingError(method === undefined ? host.name : `${host.name}.${method}`, wrapper.host?.name);
   }
 
-  private explore(wrapper: InstanceWrapper, controllerClasses: ReadonlySet<unknown>): void {
-    const instance: unknown = wrapper.instance;
+  /** Binds the locked methods of `wrapper`'s instances, or of `only` (an instance found later, see bindLate). */
+  private explore(wrapper: InstanceWrapper, controllerClasses: ReadonlySet<unknown>, only?: object): void {
+    const instance: unknown = only ?? wrapper.instance;
     if (!instance || typeof instance !== 'object' || wrapper.isAlias) return;
     const prototype = Object.getPrototypeOf(instance) as Record<string, unknown> | null;
     // Controllers are locked by their LockInterceptor.
@@ -174,6 +176,9 @@ export class LockExplorer implements OnModuleInit, BeforeApplicationShutdown, On
       );
     }
     if (!wrapper.isDependencyTreeStatic()) {
+      // Once per provider: instances found later (bindLate) may come one per request.
+      if (this.warnedScoped.has(wrapper)) return;
+      this.warnedScoped.add(wrapper);
       this.logger.warn(
         `${className} is request-scoped (or depends on a request-scoped provider), so @WithLock on ` +
           `${methodNames.map((name) => `${className}.${name}`).join(', ')} is ignored. ` +
@@ -182,11 +187,13 @@ export class LockExplorer implements OnModuleInit, BeforeApplicationShutdown, On
       return;
     }
     // Transient providers have one instance per consumer.
-    const instances = wrapper.isTransient
-      ? wrapper
-          .getStaticTransientInstances()
-          .flatMap((perContext): unknown[] => (perContext?.instance ? [perContext.instance] : []))
-      : [instance];
+    const instances = only
+      ? [only]
+      : wrapper.isTransient
+        ? wrapper
+            .getStaticTransientInstances()
+            .flatMap((perContext): unknown[] => (perContext?.instance ? [perContext.instance] : []))
+        : [instance];
     for (const target of instances) {
       for (const methodName of methodNames)
         this.lockMethod(target as Record<string, unknown>, prototype, className, methodName);

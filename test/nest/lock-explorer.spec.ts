@@ -549,6 +549,9 @@ class LazyReports {
 @Injectable({ scope: Scope.TRANSIENT })
 class LazyTransientReports extends LazyReports {}
 
+@Injectable({ scope: Scope.TRANSIENT })
+class EagerTransientReports extends LazyReports {}
+
 @Injectable()
 class LazyReportsUser {
   constructor(readonly reports: LazyTransientReports) {}
@@ -558,9 +561,10 @@ class LazyReportsUser {
 class LazyReportsModule {}
 
 describe('@WithLock provider methods of a lazily loaded module', () => {
-  it('are locked once the module is loaded, though Nest runs no lifecycle hook there', async () => {
+  it('are locked once the module is loaded, though Nest runs no lifecycle hook there; so are transient instances from resolve()', async () => {
     const moduleRef = await Test.createTestingModule({
       imports: [DistributedLockModule.forRoot({ backend: new MemoryLockBackend(), isGlobal: true })],
+      providers: [EagerTransientReports],
     }).compile();
     const app = moduleRef.createNestApplication({ logger: false });
     await app.init();
@@ -569,8 +573,11 @@ describe('@WithLock provider methods of a lazily loaded module', () => {
       const reports = lazy.get(LazyReports);
       await expect(reports.generate('7')).resolves.toBe('lazy:7');
       expect(isLockedOn(reports, 'generate')).toBe(true);
-      // A transient provider's instance, one per consumer.
+      // A transient provider's instance, one per consumer, and one made by resolve() (not listed anywhere).
       await expect(lazy.get(LazyReportsUser).reports.generate('9')).resolves.toBe('lazy:9');
+      await expect((await lazy.resolve(LazyTransientReports)).generate('10')).resolves.toBe('lazy:10');
+      // The same in a module loaded at startup.
+      await expect((await app.resolve(EagerTransientReports)).generate('11')).resolves.toBe('lazy:11');
       // An instance made outside Nest is still called as written.
       await expect(new LazyReports(app.get(LockService)).generate('8')).resolves.toBeUndefined();
     } finally {
