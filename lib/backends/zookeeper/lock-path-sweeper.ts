@@ -27,6 +27,9 @@ const MIN_AGE_MS = 5_000;
 const SEMAPHORE_PARTS: ReadonlySet<string> = new Set([SEMAPHORE_GATE, SEMAPHORE_LEASES]);
 const NO_SESSION = '0000000000000000';
 
+/** A lock path to look at, with the fencing token of our node that was in it (see LockPathSweeper.paths). */
+type PathToSweep = readonly [path: string, bound: bigint | undefined];
+
 /**
  * Deletes the lock paths our nodes left empty (released, or deleted by the server with an expired session), a
  * little later and in batches. Deleting at once
@@ -104,7 +107,7 @@ export class LockPathSweeper {
       if (!this.session.isConnected) return;
       const root = namespacePath(namespace);
       const children = await this.session.getChildren(root).catch(() => null);
-      if (children) await this.removeAllIfIdle(children.map((name) => [`${root}/${name}`, undefined] as const));
+      if (children) await this.removeAllIfIdle(children.map((name): PathToSweep => [`${root}/${name}`, undefined]));
     }
   }
 
@@ -116,10 +119,8 @@ export class LockPathSweeper {
   }
 
   /** removeIfIdle for each path and bound, a batch at a time; resolves those kept for being too young. */
-  private async removeAllIfIdle(
-    paths: readonly (readonly [string, bigint | undefined])[],
-  ): Promise<(readonly [string, bigint | undefined])[]> {
-    const young: (readonly [string, bigint | undefined])[] = [];
+  private async removeAllIfIdle(paths: readonly PathToSweep[]): Promise<PathToSweep[]> {
+    const young: PathToSweep[] = [];
     for (let at = 0; at < paths.length && this.session.isConnected; at += BATCH) {
       const batch = paths.slice(at, at + BATCH);
       const outcomes = await Promise.all(
